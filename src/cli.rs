@@ -1,0 +1,63 @@
+//! The command line: clap definitions in, parsed arguments out.
+//!
+//! Kept in the library so that tests can compare the README's usage text
+//! with `--help` and drive the same parser the binary uses.
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// semclip: semantic web clipping and monitoring.
+///
+/// Turns web pages into a semantic hierarchy (an XML document of the page's
+/// data, every node labelled with its own XPath) and queries it.
+#[derive(Debug, Parser)]
+#[command(name = "semclip", version, about, long_about = None)]
+pub struct Cli {
+    /// Log verbosity on stderr (error, warn, info, debug, trace); RUST_LOG overrides.
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
+    pub log_level: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the semantic hierarchy of a page.
+    Hierarchy(HierarchyArgs),
+    /// Evaluate an XPath 1.0 expression over a page's hierarchy.
+    Xpath(XpathArgs),
+}
+
+/// Arguments of `semclip hierarchy`.
+#[derive(Debug, clap::Args)]
+pub struct HierarchyArgs {
+    /// A file path, `-` for stdin, or an http(s):// or file:// URL.
+    pub source: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Format::Xml)]
+    pub format: Format,
+}
+
+/// Output formats of `semclip hierarchy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The XML document (the public vocabulary).
+    Xml,
+    /// The same tree as JSON.
+    Json,
+    /// An indented outline for people.
+    Outline,
+}
+
+/// Arguments of `semclip xpath`.
+#[derive(Debug, clap::Args)]
+pub struct XpathArgs {
+    /// A file path, `-` for stdin, or an http(s):// or file:// URL.
+    pub source: String,
+    /// An XPath 1.0 expression over the hierarchy document.
+    pub expr: String,
+    /// Print the result as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,34 @@
+//! Subcommands: parsed arguments in, output on a writer and an exit status out.
+//!
+//! One file per subcommand. Each returns [`Outcome`]; the binary maps it to
+//! the process exit code (see README, "Exit codes").
+
+pub mod hierarchy;
+pub mod xpath;
+
+use crate::hierarchy::Hierarchy;
+use crate::source::{self, FetchOptions};
+
+/// How a command ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0: done; for `xpath`, the result was non-empty / true.
+    Success,
+    /// Exit 1: a negative answer (an empty node-set, `false`).
+    Negative,
+}
+
+/// Loads `spec` (path, `-`, or URL), decodes it and builds its hierarchy on
+/// a blocking thread.
+pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
+    let opts = FetchOptions::default();
+    let client = source::http_client(&opts)?;
+    let raw = source::load(spec, &client, &opts).await?;
+    let url = raw.url.as_ref().map(|u| u.to_string());
+    tokio::task::spawn_blocking(move || {
+        let decoded = source::decode(&raw.bytes, raw.content_type.as_deref(), raw.url.as_ref());
+        Hierarchy::from_html(&decoded.text, url.as_deref())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))
+}

@@ -1,0 +1,485 @@
+//! The page tree: HTML text in, an owned, spec-compliant DOM out.
+//!
+//! html5ever does the parsing (the WHATWG algorithm, so every page, however
+//! broken, gives the tree a browser would build). Its tree sink here stores
+//! nodes in one `Vec` indexed by [`NodeId`], with owned `String`s, so the
+//! finished [`Dom`] is plain `Send` data that can leave the parsing thread.
+//! We do not use `markup5ever_rcdom`: its own README says it is not meant for
+//! production, and reference-counted nodes would make the tree `!Send`.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+
+use html5ever::interface::tree_builder::{
+    ElemName, ElementFlags, NodeOrText, QuirksMode, TreeSink,
+};
+use html5ever::tendril::{StrTendril, TendrilSink};
+use html5ever::{Attribute, LocalName, Namespace, QualName, ns, parse_document};
+
+/// Index of a node in its [`Dom`].
+pub type NodeId = usize;
+
+/// The document node's id (always the first node).
+pub const DOCUMENT: NodeId = 0;
+
+/// What a node is.
+#[derive(Debug, Clone)]
+pub enum NodeData {
+    /// The document root.
+    Document,
+    /// `<!DOCTYPE ...>` (its content is of no use to us).
+    Doctype,
+    /// Character data, adjacent runs already merged.
+    Text(String),
+    /// A comment (kept so that tree positions stay faithful; ignored later).
+    Comment,
+    /// A processing instruction (ignored later).
+    ProcessingInstruction,
+    /// An element.
+    Element(Element),
+}
+
+/// An element: name, namespace and attributes in source order.
+#[derive(Debug, Clone)]
+pub struct Element {
+    /// Local name, lower case for HTML elements.
+    pub name: LocalName,
+    /// Namespace (HTML, SVG or MathML).
+    pub ns: Namespace,
+    /// Attributes in source order (names are local names; values as written).
+    pub attrs: Vec<(LocalName, String)>,
+    /// For `<template>`: the document fragment holding its contents.
+    template_contents: Option<NodeId>,
+    mathml_annotation_xml_integration_point: bool,
+}
+
+impl Element {
+    /// The value of attribute `name`, if present.
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// True for an element in the HTML namespace.
+    pub fn is_html(&self) -> bool {
+        self.ns == ns!(html)
+    }
+}
+
+/// One node with its links.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Parent, `None` for the document and for detached nodes.
+    pub parent: Option<NodeId>,
+    /// First child.
+    pub first_child: Option<NodeId>,
+    /// Last child.
+    pub last_child: Option<NodeId>,
+    /// Previous sibling.
+    pub prev_sibling: Option<NodeId>,
+    /// Next sibling.
+    pub next_sibling: Option<NodeId>,
+    /// What the node is.
+    pub data: NodeData,
+}
+
+/// A parsed HTML document.
+#[derive(Debug, Clone)]
+pub struct Dom {
+    nodes: Vec<Node>,
+}
+
+impl Dom {
+    /// Parses `html` with html5ever (never fails: HTML parsing has no errors).
+    pub fn parse(html: &str) -> Dom {
+        let sink = Sink {
+            dom: RefCell::new(Dom {
+                nodes: vec![Node::new(NodeData::Document)],
+            }),
+        };
+        parse_document(sink, Default::default()).one(StrTendril::from_slice(html))
+    }
+
+    /// The node `id`.
+    ///
+    /// Ids come only from this `Dom`, so indexing cannot go out of bounds.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+
+    /// The element data of `id`, if it is an element.
+    pub fn element(&self, id: NodeId) -> Option<&Element> {
+        match &self.nodes[id].data {
+            NodeData::Element(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The children of `id` in document order.
+    pub fn children(&self, id: NodeId) -> Children<'_> {
+        Children {
+            dom: self,
+            next: self.nodes[id].first_child,
+        }
+    }
+
+    /// The first child element of `id` with HTML name `name`.
+    pub fn child_element(&self, id: NodeId, name: &str) -> Option<NodeId> {
+        self.children(id).find(|&c| {
+            self.element(c)
+                .is_some_and(|e| e.is_html() && &*e.name == name)
+        })
+    }
+
+    /// The first descendant element of `id` (pre-order) with HTML name `name`.
+    pub fn find_descendant(&self, id: NodeId, name: &str) -> Option<NodeId> {
+        let mut stack: Vec<NodeId> = self.children(id).collect();
+        stack.reverse();
+        while let Some(n) = stack.pop() {
+            if self
+                .element(n)
+                .is_some_and(|e| e.is_html() && &*e.name == name)
+            {
+                return Some(n);
+            }
+            let before = stack.len();
+            stack.extend(self.children(n));
+            stack[before..].reverse();
+        }
+        None
+    }
+
+    /// Number of nodes (all kinds) in the arena.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when the arena holds only the document node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    fn append(&mut self, parent: NodeId, child: NodeId) {
+        self.detach(child);
+        let last = self.nodes[parent].last_child;
+        self.nodes[child].parent = Some(parent);
+        self.nodes[child].prev_sibling = last;
+        match last {
+            Some(l) => self.nodes[l].next_sibling = Some(child),
+            None => self.nodes[parent].first_child = Some(child),
+        }
+        self.nodes[parent].last_child = Some(child);
+    }
+
+    fn insert_before(&mut self, sibling: NodeId, child: NodeId) {
+        self.detach(child);
+        let parent = self.nodes[sibling].parent;
+        let prev = self.nodes[sibling].prev_sibling;
+        self.nodes[child].parent = parent;
+        self.nodes[child].next_sibling = Some(sibling);
+        self.nodes[child].prev_sibling = prev;
+        self.nodes[sibling].prev_sibling = Some(child);
+        match prev {
+            Some(p) => self.nodes[p].next_sibling = Some(child),
+            None => {
+                if let Some(p) = parent {
+                    self.nodes[p].first_child = Some(child);
+                }
+            }
+        }
+    }
+
+    fn detach(&mut self, id: NodeId) {
+        let Node {
+            parent,
+            prev_sibling,
+            next_sibling,
+            ..
+        } = self.nodes[id];
+        match prev_sibling {
+            Some(p) => self.nodes[p].next_sibling = next_sibling,
+            None => {
+                if let Some(par) = parent {
+                    self.nodes[par].first_child = next_sibling;
+                }
+            }
+        }
+        match next_sibling {
+            Some(n) => self.nodes[n].prev_sibling = prev_sibling,
+            None => {
+                if let Some(par) = parent {
+                    self.nodes[par].last_child = prev_sibling;
+                }
+            }
+        }
+        let node = &mut self.nodes[id];
+        node.parent = None;
+        node.prev_sibling = None;
+        node.next_sibling = None;
+    }
+
+    fn push(&mut self, data: NodeData) -> NodeId {
+        self.nodes.push(Node::new(data));
+        self.nodes.len() - 1
+    }
+
+    /// Appends text to `prev` if it is a text node, else creates a node.
+    fn text_node(&mut self, prev: Option<NodeId>, text: &str) -> Option<NodeId> {
+        if let Some(p) = prev
+            && let NodeData::Text(t) = &mut self.nodes[p].data
+        {
+            t.push_str(text);
+            return None;
+        }
+        Some(self.push(NodeData::Text(text.to_owned())))
+    }
+}
+
+impl Node {
+    fn new(data: NodeData) -> Node {
+        Node {
+            parent: None,
+            first_child: None,
+            last_child: None,
+            prev_sibling: None,
+            next_sibling: None,
+            data,
+        }
+    }
+}
+
+/// Iterator over a node's children.
+pub struct Children<'a> {
+    dom: &'a Dom,
+    next: Option<NodeId>,
+}
+
+impl Iterator for Children<'_> {
+    type Item = NodeId;
+    fn next(&mut self) -> Option<NodeId> {
+        let cur = self.next?;
+        self.next = self.dom.nodes[cur].next_sibling;
+        Some(cur)
+    }
+}
+
+/// The html5ever tree sink filling a [`Dom`].
+struct Sink {
+    dom: RefCell<Dom>,
+}
+
+/// An element name handed back to html5ever (atoms are cheap to clone).
+#[derive(Debug)]
+struct Name(QualName);
+
+impl ElemName for Name {
+    fn ns(&self) -> &Namespace {
+        &self.0.ns
+    }
+    fn local_name(&self) -> &LocalName {
+        &self.0.local
+    }
+}
+
+impl TreeSink for Sink {
+    type Handle = NodeId;
+    type Output = Dom;
+    type ElemName<'a> = Name;
+
+    fn finish(self) -> Dom {
+        self.dom.into_inner()
+    }
+
+    fn parse_error(&self, _msg: Cow<'static, str>) {}
+
+    fn get_document(&self) -> NodeId {
+        DOCUMENT
+    }
+
+    fn elem_name(&self, target: &NodeId) -> Name {
+        match &self.dom.borrow().nodes[*target].data {
+            NodeData::Element(e) => Name(QualName::new(None, e.ns.clone(), e.name.clone())),
+            // html5ever only asks for names of elements it created.
+            _ => Name(QualName::new(None, ns!(), LocalName::from(""))),
+        }
+    }
+
+    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> NodeId {
+        let mut dom = self.dom.borrow_mut();
+        let template_contents = flags.template.then(|| dom.push(NodeData::Document));
+        let attrs = attrs
+            .into_iter()
+            .map(|a| (a.name.local, String::from(&*a.value)))
+            .collect();
+        dom.push(NodeData::Element(Element {
+            name: name.local,
+            ns: name.ns,
+            attrs,
+            template_contents,
+            mathml_annotation_xml_integration_point: flags.mathml_annotation_xml_integration_point,
+        }))
+    }
+
+    fn create_comment(&self, _text: StrTendril) -> NodeId {
+        self.dom.borrow_mut().push(NodeData::Comment)
+    }
+
+    fn create_pi(&self, _target: StrTendril, _data: StrTendril) -> NodeId {
+        self.dom.borrow_mut().push(NodeData::ProcessingInstruction)
+    }
+
+    fn append(&self, parent: &NodeId, child: NodeOrText<NodeId>) {
+        let mut dom = self.dom.borrow_mut();
+        let node = match child {
+            NodeOrText::AppendNode(n) => n,
+            NodeOrText::AppendText(t) => {
+                let last = dom.nodes[*parent].last_child;
+                match dom.text_node(last, &t) {
+                    Some(n) => n,
+                    None => return,
+                }
+            }
+        };
+        dom.append(*parent, node);
+    }
+
+    fn append_based_on_parent_node(
+        &self,
+        element: &NodeId,
+        prev_element: &NodeId,
+        child: NodeOrText<NodeId>,
+    ) {
+        let has_parent = self.dom.borrow().nodes[*element].parent.is_some();
+        if has_parent {
+            self.append_before_sibling(element, child);
+        } else {
+            self.append(prev_element, child);
+        }
+    }
+
+    fn append_doctype_to_document(
+        &self,
+        _name: StrTendril,
+        _public_id: StrTendril,
+        _system_id: StrTendril,
+    ) {
+        let mut dom = self.dom.borrow_mut();
+        let id = dom.push(NodeData::Doctype);
+        dom.append(DOCUMENT, id);
+    }
+
+    fn get_template_contents(&self, target: &NodeId) -> NodeId {
+        match &self.dom.borrow().nodes[*target].data {
+            NodeData::Element(Element {
+                template_contents: Some(c),
+                ..
+            }) => *c,
+            // Only called for templates, which always have contents.
+            _ => *target,
+        }
+    }
+
+    fn same_node(&self, x: &NodeId, y: &NodeId) -> bool {
+        x == y
+    }
+
+    fn set_quirks_mode(&self, _mode: QuirksMode) {}
+
+    fn append_before_sibling(&self, sibling: &NodeId, new_node: NodeOrText<NodeId>) {
+        let mut dom = self.dom.borrow_mut();
+        let node = match new_node {
+            NodeOrText::AppendNode(n) => n,
+            NodeOrText::AppendText(t) => {
+                let prev = dom.nodes[*sibling].prev_sibling;
+                match dom.text_node(prev, &t) {
+                    Some(n) => n,
+                    None => return,
+                }
+            }
+        };
+        dom.insert_before(*sibling, node);
+    }
+
+    fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
+        let mut dom = self.dom.borrow_mut();
+        if let NodeData::Element(e) = &mut dom.nodes[*target].data {
+            for a in attrs {
+                if !e.attrs.iter().any(|(n, _)| *n == a.name.local) {
+                    e.attrs.push((a.name.local, String::from(&*a.value)));
+                }
+            }
+        }
+    }
+
+    fn remove_from_parent(&self, target: &NodeId) {
+        self.dom.borrow_mut().detach(*target);
+    }
+
+    fn reparent_children(&self, node: &NodeId, new_parent: &NodeId) {
+        let mut dom = self.dom.borrow_mut();
+        let mut next = dom.nodes[*node].first_child;
+        while let Some(child) = next {
+            next = dom.nodes[child].next_sibling;
+            dom.append(*new_parent, child);
+        }
+    }
+
+    fn is_mathml_annotation_xml_integration_point(&self, handle: &NodeId) -> bool {
+        match &self.dom.borrow().nodes[*handle].data {
+            NodeData::Element(e) => e.mathml_annotation_xml_integration_point,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dom: &Dom, id: NodeId) -> Vec<String> {
+        dom.children(id)
+            .filter_map(|c| dom.element(c).map(|e| e.name.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn builds_the_spec_tree_for_broken_markup() {
+        // Unclosed cells, an implied tbody and a misnested <b>.
+        let dom = Dom::parse("<table><tr><td>a<td><b>b<p>c</b>d</table>");
+        let html = dom.child_element(DOCUMENT, "html");
+        assert!(html.is_some());
+        let table = dom.find_descendant(DOCUMENT, "table");
+        let Some(table) = table else {
+            panic!("no table")
+        };
+        assert_eq!(names(&dom, table), ["tbody"]);
+        let tr = dom.find_descendant(table, "tr");
+        assert!(tr.is_some_and(|tr| names(&dom, tr) == ["td", "td"]));
+    }
+
+    #[test]
+    fn merges_adjacent_text_and_keeps_attributes() {
+        let dom = Dom::parse("<p id=x class='a b'>one &amp; two</p>");
+        let Some(p) = dom.find_descendant(DOCUMENT, "p") else {
+            panic!("no p")
+        };
+        let e = dom.element(p);
+        assert_eq!(e.and_then(|e| e.attr("class")), Some("a b"));
+        let texts: Vec<_> = dom
+            .children(p)
+            .filter_map(|c| match &dom.node(c).data {
+                NodeData::Text(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["one & two"]);
+    }
+
+    #[test]
+    fn dom_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Dom>();
+    }
+}

@@ -1,0 +1,885 @@
+//! The semantic hierarchy: a parsed page in, a tree of its data out.
+//!
+//! This is ALGORITHMS.md §1 (seeds 000 and 003). Type 2 tags vanish and
+//! leave their text; type 1 tags build the tree: the TITLE is the root,
+//! headings own what follows them until the next heading of the same or
+//! higher rank, text that precedes nested structure labels it, lists and
+//! definition lists nest, and tables become pseudo-tables read as
+//! `caption -> row key -> column header -> value` (see [`table`]).
+//!
+//! Decisions where the paper is silent, so that users can rely on them:
+//! - *Boundaries.* Type 2 block elements (`div`, `form`, `center`, ...) do
+//!   not make nodes but do end a run of text: `<div>a</div><div>b</div>` is
+//!   two texts. Inline type 2 elements add no space (`<b>Hel</b>lo` is
+//!   `Hello`), as a browser renders them; `<br>` and images read as a space.
+//! - *Lead-in text.* A run of text of at most [`LEAD_IN_MAX_WORDS`] words
+//!   directly followed by a list, table, definition list or quote labels
+//!   it (rule 4). Inside a list item, definition or cell the item's own
+//!   leading text labels its nested structure whatever its length.
+//!   A paragraph (`<p>`) is a sibling of a following table, not its label
+//!   (P and TABLE share a precedence rank in §1.2).
+//! - *Sectioning elements* (`section`, `article`, `main`, `nav`, `aside`,
+//!   `header`, `footer`) become a section labelled by their own first
+//!   heading; without one they are boundaries only.
+//! - *Hidden content* (`hidden`, `aria-hidden="true"`) is not data.
+//! - *Depth.* Element nesting deeper than [`MAX_DEPTH`] is read as plain text
+//!   so that hostile pages cannot exhaust the stack.
+
+mod classes;
+pub mod table;
+pub mod text;
+
+use std::collections::HashSet;
+
+pub use classes::{TAG_CLASSES, TagClass, class_of, role_class};
+
+use crate::dom::{DOCUMENT, Dom, NodeData, NodeId};
+use crate::number::{DecimalStyle, decimal_style_for_lang, parse_number};
+use text::{InlineText, normalize, normalize_pre, word_count};
+
+/// Longest run of text (in words) that labels the structure after it.
+pub const LEAD_IN_MAX_WORDS: usize = 20;
+
+/// Element nesting depth beyond which content is read as plain text.
+pub const MAX_DEPTH: usize = 160;
+
+/// The kind of a hierarchy node: the element name in the XML document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `<meta name="keywords">` content.
+    Keywords,
+    /// An `<address>` with its link.
+    Address,
+    /// A heading (or a sectioning element with one) and what it owns.
+    Section,
+    /// A paragraph or a run of text.
+    Text,
+    /// Preformatted text.
+    Pre,
+    /// A block quotation.
+    Quote,
+    /// A list.
+    List,
+    /// A list item.
+    Item,
+    /// A definition list.
+    Terms,
+    /// A defined term.
+    Term,
+    /// A definition.
+    Def,
+    /// A data table.
+    Table,
+    /// A table row (`key` is its row key).
+    Row,
+    /// A table cell (`col` is its column header).
+    Cell,
+}
+
+impl Kind {
+    /// The element name used in the XML document.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Keywords => "keywords",
+            Kind::Address => "address",
+            Kind::Section => "section",
+            Kind::Text => "text",
+            Kind::Pre => "pre",
+            Kind::Quote => "quote",
+            Kind::List => "list",
+            Kind::Item => "item",
+            Kind::Terms => "terms",
+            Kind::Term => "term",
+            Kind::Def => "def",
+            Kind::Table => "table",
+            Kind::Row => "row",
+            Kind::Cell => "cell",
+        }
+    }
+
+    /// Kinds whose leaf text may be read as a number (`num`).
+    fn numeric(self) -> bool {
+        matches!(
+            self,
+            Kind::Text | Kind::Item | Kind::Cell | Kind::Def | Kind::Term
+        )
+    }
+}
+
+/// One node of the hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HNode {
+    /// What the node is.
+    pub kind: Kind,
+    /// The node's label: a section's heading, a table's caption, or the
+    /// leading text of an item/cell/text that owns nested structure.
+    pub label: Option<String>,
+    /// A row's key (first-column text, made unique).
+    pub key: Option<String>,
+    /// A cell's column header.
+    pub col: Option<String>,
+    /// Leaf text (present exactly when the node holds no children).
+    pub text: Option<String>,
+    /// The leaf text read as a number in the page's locale.
+    pub num: Option<String>,
+    /// Further attributes, in output order (`level`, `href`, `keycol`, `ordinal`).
+    pub attrs: Vec<(&'static str, String)>,
+    /// Child nodes.
+    pub children: Vec<HNode>,
+    /// XPath 1.0 expression selecting exactly this node in the document
+    /// (filled by [`assign_ids`]).
+    pub xpath: String,
+}
+
+impl HNode {
+    /// A node of `kind` with nothing set.
+    pub fn new(kind: Kind) -> HNode {
+        HNode {
+            kind,
+            label: None,
+            key: None,
+            col: None,
+            text: None,
+            num: None,
+            attrs: Vec::new(),
+            children: Vec::new(),
+            xpath: String::new(),
+        }
+    }
+
+    /// The attribute that tells this node apart from its siblings
+    /// (`key` for rows, `col` for cells, `label` otherwise) and its value.
+    pub fn ident(&self) -> Option<(&'static str, &str)> {
+        match self.kind {
+            Kind::Row => self.key.as_deref().map(|k| ("key", k)),
+            Kind::Cell => self.col.as_deref().map(|c| ("col", c)),
+            _ => self.label.as_deref().map(|l| ("label", l)),
+        }
+    }
+
+    /// The node's own string: its label, key or leaf text.
+    pub fn own_text(&self) -> Option<&str> {
+        self.label.as_deref().or(self.text.as_deref())
+    }
+
+    /// The value of extra attribute `name`.
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn is_text_leaf(&self) -> bool {
+        self.kind == Kind::Text && self.children.is_empty() && self.text.is_some()
+    }
+
+    /// Turns a leaf into a labelled node that owns `children`.
+    fn own(&mut self, children: impl IntoIterator<Item = HNode>) {
+        if let Some(t) = self.text.take() {
+            self.label = Some(t);
+            self.num = None;
+        }
+        self.children.extend(children);
+    }
+
+    /// Number of nodes in this subtree, itself included.
+    pub fn size(&self) -> usize {
+        1 + self.children.iter().map(HNode::size).sum::<usize>()
+    }
+}
+
+/// The semantic hierarchy of one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hierarchy {
+    /// The page's title (the root's label).
+    pub title: Option<String>,
+    /// Where the page came from.
+    pub url: Option<String>,
+    /// The page's language (`<html lang>` or `Content-Language`).
+    pub lang: Option<String>,
+    /// The root's children.
+    pub children: Vec<HNode>,
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of an HTML page (decoded text).
+    pub fn from_html(html: &str, url: Option<&str>) -> Hierarchy {
+        build(&Dom::parse(html), url)
+    }
+
+    /// Total number of nodes, the root included.
+    pub fn size(&self) -> usize {
+        1 + self.children.iter().map(HNode::size).sum::<usize>()
+    }
+}
+
+/// Builds the hierarchy of a parsed page.
+pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
+    let head = Head::read(dom);
+    let style = decimal_style_for_lang(head.lang.as_deref());
+    let mut b = Builder {
+        dom,
+        style,
+        consumed: HashSet::new(),
+        depth: 0,
+    };
+    let body = dom.child_element(DOCUMENT, "html").and_then(|html| {
+        dom.child_element(html, "body")
+            .or(dom.child_element(html, "frameset"))
+    });
+    let mut children = Vec::new();
+    if let Some(k) = head.keywords {
+        let mut n = HNode::new(Kind::Keywords);
+        n.text = Some(k);
+        children.push(n);
+    }
+    if let Some(body) = body {
+        let mut c = Collector::default();
+        b.collect(body, &mut c);
+        children.extend(b.assemble(c.finish()));
+    }
+    let mut h = Hierarchy {
+        title: head.title,
+        url: url.map(str::to_owned),
+        lang: head.lang,
+        children,
+    };
+    assign_ids(&mut h);
+    h
+}
+
+/// What the head gives: title, language, keywords.
+struct Head {
+    title: Option<String>,
+    lang: Option<String>,
+    keywords: Option<String>,
+}
+
+impl Head {
+    fn read(dom: &Dom) -> Head {
+        let html = dom.child_element(DOCUMENT, "html");
+        let head = html.and_then(|h| dom.child_element(h, "head"));
+        let title = head
+            .and_then(|h| dom.child_element(h, "title"))
+            .map(|t| normalize(&text_content(dom, t)))
+            .filter(|t| !t.is_empty());
+        let mut lang = html
+            .and_then(|h| dom.element(h))
+            .and_then(|e| e.attr("lang").or(e.attr("xml:lang")))
+            .map(normalize)
+            .filter(|l| !l.is_empty());
+        let mut keywords = None;
+        if let Some(head) = head {
+            for m in dom.children(head) {
+                let Some(e) = dom.element(m) else { continue };
+                if &*e.name != "meta" {
+                    continue;
+                }
+                let content = e.attr("content").map(normalize).filter(|c| !c.is_empty());
+                if keywords.is_none()
+                    && e.attr("name")
+                        .is_some_and(|n| n.eq_ignore_ascii_case("keywords"))
+                {
+                    keywords = content.clone();
+                }
+                if lang.is_none()
+                    && e.attr("http-equiv")
+                        .is_some_and(|n| n.eq_ignore_ascii_case("content-language"))
+                {
+                    lang = content.and_then(|c| c.split(',').next().map(|s| s.trim().to_owned()));
+                }
+            }
+        }
+        Head {
+            title,
+            lang,
+            keywords,
+        }
+    }
+}
+
+/// All character data under `id` (scripts and styles excluded), iteratively.
+pub(crate) fn text_content(dom: &Dom, id: NodeId) -> String {
+    let mut out = String::new();
+    let mut stack = vec![id];
+    while let Some(n) = stack.pop() {
+        match &dom.node(n).data {
+            NodeData::Text(t) => out.push_str(t),
+            NodeData::Element(e) if matches!(&*e.name, "script" | "style" | "template") => continue,
+            _ => {
+                let before = stack.len();
+                stack.extend(dom.children(n));
+                stack[before..].reverse();
+            }
+        }
+    }
+    out
+}
+
+/// A step of a container's content, before headings and lead-ins are applied.
+#[derive(Debug)]
+enum Item {
+    /// A run of text from type 2 context.
+    Text(String),
+    /// A heading of rank 1..=6.
+    Heading(u8, String),
+    /// A built node; `structure` marks what lead-in text may label.
+    Block(HNode, bool),
+    /// Nodes spliced in place (a paragraph that held only structure).
+    Nodes(Vec<HNode>),
+}
+
+/// Gathers the items of one container.
+#[derive(Default)]
+struct Collector {
+    items: Vec<Item>,
+    inline: InlineText,
+}
+
+impl Collector {
+    fn flush(&mut self) {
+        if let Some(t) = self.inline.take() {
+            self.items.push(Item::Text(t));
+        }
+    }
+
+    fn push(&mut self, item: Item) {
+        self.flush();
+        self.items.push(item);
+    }
+
+    fn finish(mut self) -> Vec<Item> {
+        self.flush();
+        self.items
+    }
+}
+
+struct Builder<'a> {
+    dom: &'a Dom,
+    style: DecimalStyle,
+    /// Headings already used as a sectioning element's label.
+    consumed: HashSet<NodeId>,
+    depth: usize,
+}
+
+impl Builder<'_> {
+    /// The class of element `id`, roles and hiding considered.
+    fn class(&self, id: NodeId) -> TagClass {
+        let Some(e) = self.dom.element(id) else {
+            return TagClass::Drop;
+        };
+        if !e.is_html() {
+            return TagClass::Drop;
+        }
+        if e.attr("hidden").is_some()
+            || e.attr("aria-hidden")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        {
+            return TagClass::Drop;
+        }
+        let base = class_of(&e.name);
+        if base == TagClass::Drop {
+            return base;
+        }
+        if let Some(role) = e.attr("role")
+            && let Some(c) = role_class(role, e.attr("aria-level"))
+        {
+            return c;
+        }
+        base
+    }
+
+    /// Walks the children of `id` into `c`.
+    fn collect(&mut self, id: NodeId, c: &mut Collector) {
+        if self.depth >= MAX_DEPTH {
+            c.inline.push_str(&text_content(self.dom, id));
+            return;
+        }
+        self.depth += 1;
+        let dom = self.dom;
+        for child in dom.children(id) {
+            match &dom.node(child).data {
+                NodeData::Text(t) => c.inline.push_str(t),
+                NodeData::Element(_) => self.element(child, c),
+                _ => {}
+            }
+        }
+        self.depth -= 1;
+    }
+
+    /// Adds element `id` to `c` according to its class.
+    fn element(&mut self, id: NodeId, c: &mut Collector) {
+        match self.class(id) {
+            TagClass::Drop => {
+                // `aria-hidden` content is not data, but a block that is
+                // still displayed still separates the text around it.
+                if self.dom.element(id).is_some_and(|e| {
+                    e.attr("hidden").is_none()
+                        && e.is_html()
+                        && !matches!(
+                            class_of(&e.name),
+                            TagClass::Inline
+                                | TagClass::Image
+                                | TagClass::Break
+                                | TagClass::Invisible
+                                | TagClass::Drop
+                        )
+                }) {
+                    c.flush();
+                }
+            }
+            TagClass::Inline => self.collect(id, c),
+            TagClass::Break => c.inline.push_space(),
+            TagClass::Invisible => {}
+            TagClass::Image => {
+                if let Some(alt) = self.dom.element(id).and_then(|e| e.attr("alt")) {
+                    c.inline.push_space();
+                    c.inline.push_str(alt);
+                    c.inline.push_space();
+                }
+            }
+            TagClass::Boundary | TagClass::TablePart => {
+                c.flush();
+                self.collect(id, c);
+                c.flush();
+            }
+            TagClass::Heading(level) => {
+                c.flush();
+                if !self.consumed.contains(&id) {
+                    let t = normalize(&text_content(self.dom, id));
+                    if !t.is_empty() {
+                        c.items.push(Item::Heading(level, t));
+                    }
+                }
+            }
+            TagClass::Sectioning => self.sectioning(id, c),
+            TagClass::Paragraph | TagClass::ListItem | TagClass::DefTerm | TagClass::DefDesc => {
+                c.flush();
+                let nodes = self.content(id);
+                match wrap(Kind::Text, nodes, self.style) {
+                    Wrapped::One(n) => c.items.push(Item::Block(n, false)),
+                    Wrapped::Many(ns) => c.items.push(Item::Nodes(ns)),
+                }
+            }
+            TagClass::Pre => {
+                let t = normalize_pre(&text_content(self.dom, id));
+                if !t.is_empty() {
+                    let mut n = HNode::new(Kind::Pre);
+                    n.text = Some(t);
+                    c.push(Item::Block(n, false));
+                }
+            }
+            TagClass::Quote => {
+                c.flush();
+                let nodes = self.content(id);
+                if let Some(n) = wrap_node(Kind::Quote, nodes, self.style) {
+                    c.items.push(Item::Block(n, true));
+                }
+            }
+            TagClass::List => {
+                c.flush();
+                if let Some(n) = self.list(id) {
+                    c.items.push(Item::Block(n, true));
+                }
+            }
+            TagClass::DefList => {
+                c.flush();
+                if let Some(n) = self.terms(id) {
+                    c.items.push(Item::Block(n, true));
+                }
+            }
+            TagClass::Table => {
+                c.flush();
+                match table::classify(self, id) {
+                    table::Shape::Data(spec) => {
+                        if let Some(n) = table::build(self, spec) {
+                            c.items.push(Item::Block(n, true));
+                        }
+                    }
+                    table::Shape::Layout => {
+                        self.collect(id, c);
+                        c.flush();
+                    }
+                }
+            }
+            TagClass::Address => {
+                let t = normalize(&text_content(self.dom, id));
+                if !t.is_empty() {
+                    let mut n = HNode::new(Kind::Address);
+                    n.text = Some(t);
+                    if let Some(href) = self.first_link(id) {
+                        n.attrs.push(("href", href));
+                    }
+                    c.push(Item::Block(n, false));
+                }
+            }
+        }
+    }
+
+    /// The built content of a type 1 element: its items, assembled.
+    fn content(&mut self, id: NodeId) -> Vec<HNode> {
+        let mut inner = Collector::default();
+        self.collect(id, &mut inner);
+        self.assemble(inner.finish())
+    }
+
+    /// A sectioning element: a section if it has its own heading.
+    fn sectioning(&mut self, id: NodeId, c: &mut Collector) {
+        c.flush();
+        match self.own_heading(id) {
+            Some((h, level)) => {
+                self.consumed.insert(h);
+                let label = normalize(&text_content(self.dom, h));
+                let children = self.content(id);
+                let mut n = HNode::new(Kind::Section);
+                n.label = Some(label);
+                n.attrs.push(("level", level.to_string()));
+                n.children = children;
+                c.items.push(Item::Block(n, false));
+            }
+            None => {
+                self.collect(id, c);
+                c.flush();
+            }
+        }
+    }
+
+    /// The first non-empty heading of a sectioning element that belongs to it:
+    /// found through boundaries and inline elements (and `header`/`hgroup`),
+    /// not inside nested sections, lists or tables.
+    fn own_heading(&self, id: NodeId) -> Option<(NodeId, u8)> {
+        let mut stack: Vec<NodeId> = self.dom.children(id).collect();
+        stack.reverse();
+        while let Some(n) = stack.pop() {
+            if self.dom.element(n).is_none() {
+                continue;
+            }
+            let descend = match self.class(n) {
+                TagClass::Heading(level) => {
+                    if !self.consumed.contains(&n)
+                        && !normalize(&text_content(self.dom, n)).is_empty()
+                    {
+                        return Some((n, level));
+                    }
+                    false
+                }
+                TagClass::Boundary | TagClass::Inline => true,
+                TagClass::Sectioning => self
+                    .dom
+                    .element(n)
+                    .is_some_and(|e| matches!(&*e.name, "header" | "hgroup")),
+                _ => false,
+            };
+            if descend {
+                let before = stack.len();
+                stack.extend(self.dom.children(n));
+                stack[before..].reverse();
+            }
+        }
+        None
+    }
+
+    fn first_link(&self, id: NodeId) -> Option<String> {
+        let a = self.dom.find_descendant(id, "a")?;
+        self.dom
+            .element(a)
+            .and_then(|e| e.attr("href"))
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+    }
+
+    /// A list: one item per `li`; text or other content directly in the
+    /// list becomes an item; a list nested directly in a list belongs to
+    /// the item before it.
+    fn list(&mut self, id: NodeId) -> Option<HNode> {
+        let dom = self.dom;
+        let mut list = HNode::new(Kind::List);
+        let mut stray = Collector::default();
+        for child in dom.children(id) {
+            let class = match &dom.node(child).data {
+                NodeData::Element(_) => self.class(child),
+                NodeData::Text(t) => {
+                    stray.inline.push_str(t);
+                    continue;
+                }
+                _ => continue,
+            };
+            match class {
+                TagClass::ListItem => {
+                    self.flush_stray(&mut stray, &mut list);
+                    if let Some(item) = wrap_node(Kind::Item, self.content(child), self.style) {
+                        list.children.push(item);
+                    }
+                }
+                TagClass::List => {
+                    self.flush_stray(&mut stray, &mut list);
+                    if let Some(sub) = self.list(child) {
+                        match list.children.last_mut() {
+                            Some(prev) => prev.own([sub]),
+                            None => {
+                                let mut item = HNode::new(Kind::Item);
+                                item.children.push(sub);
+                                list.children.push(item);
+                            }
+                        }
+                    }
+                }
+                _ => self.element(child, &mut stray),
+            }
+        }
+        self.flush_stray(&mut stray, &mut list);
+        (!list.children.is_empty()).then_some(list)
+    }
+
+    fn flush_stray(&mut self, stray: &mut Collector, list: &mut HNode) {
+        let items = std::mem::take(stray).finish();
+        if items.is_empty() {
+            return;
+        }
+        if let Some(item) = wrap_node(Kind::Item, self.assemble(items), self.style) {
+            list.children.push(item);
+        }
+    }
+
+    /// A definition list: each term owns the definitions after it; terms
+    /// in a row share them (each carries its own copy, as a rowspan does).
+    fn terms(&mut self, id: NodeId) -> Option<HNode> {
+        let mut entries: Vec<(bool, NodeId)> = Vec::new();
+        self.dl_entries(id, &mut entries, 0);
+        let mut out = HNode::new(Kind::Terms);
+        let mut terms: Vec<HNode> = Vec::new();
+        let mut defs: Vec<HNode> = Vec::new();
+        let style = self.style;
+        let close = |terms: &mut Vec<HNode>, defs: &mut Vec<HNode>, out: &mut HNode| {
+            if terms.is_empty() {
+                out.children.append(defs);
+            } else {
+                for mut t in terms.drain(..) {
+                    if !defs.is_empty() {
+                        t.own(defs.iter().cloned());
+                    }
+                    out.children.push(t);
+                }
+                defs.clear();
+            }
+        };
+        for (is_term, n) in entries {
+            let content = self.content(n);
+            if is_term {
+                if !defs.is_empty() {
+                    close(&mut terms, &mut defs, &mut out);
+                }
+                if let Some(t) = wrap_node(Kind::Term, content, style) {
+                    terms.push(t);
+                }
+            } else if let Some(d) = wrap_node(Kind::Def, content, style) {
+                defs.push(d);
+            }
+        }
+        close(&mut terms, &mut defs, &mut out);
+        (!out.children.is_empty()).then_some(out)
+    }
+
+    fn dl_entries(&self, id: NodeId, out: &mut Vec<(bool, NodeId)>, depth: usize) {
+        for child in self.dom.children(id) {
+            match self.class(child) {
+                TagClass::DefTerm => out.push((true, child)),
+                TagClass::DefDesc => out.push((false, child)),
+                TagClass::Boundary | TagClass::Inline if depth < 4 => {
+                    self.dl_entries(child, out, depth + 1)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Applies the heading outline and lead-in labelling to a container's items.
+    fn assemble(&self, items: Vec<Item>) -> Vec<HNode> {
+        let mut out: Vec<HNode> = Vec::new();
+        let mut stack: Vec<(u8, HNode)> = Vec::new();
+        let mut lead_in = false;
+        for item in items {
+            match item {
+                Item::Heading(level, label) => {
+                    while stack.last().is_some_and(|(l, _)| *l >= level) {
+                        if let Some((_, s)) = stack.pop() {
+                            target(&mut stack, &mut out).push(s);
+                        }
+                    }
+                    let mut s = HNode::new(Kind::Section);
+                    s.label = Some(label);
+                    s.attrs.push(("level", level.to_string()));
+                    stack.push((level, s));
+                    lead_in = false;
+                }
+                Item::Text(t) => {
+                    lead_in = word_count(&t) <= LEAD_IN_MAX_WORDS;
+                    target(&mut stack, &mut out).push(leaf(Kind::Text, t, self.style));
+                }
+                Item::Block(node, structure) => {
+                    let tgt = target(&mut stack, &mut out);
+                    match tgt.last_mut() {
+                        Some(prev) if structure && lead_in && prev.is_text_leaf() => {
+                            prev.own([node])
+                        }
+                        _ => tgt.push(node),
+                    }
+                    lead_in = false;
+                }
+                Item::Nodes(nodes) => {
+                    target(&mut stack, &mut out).extend(nodes);
+                    lead_in = false;
+                }
+            }
+        }
+        while let Some((_, s)) = stack.pop() {
+            target(&mut stack, &mut out).push(s);
+        }
+        out
+    }
+}
+
+/// Where new nodes go: the innermost open section, or the container.
+fn target<'a>(stack: &'a mut [(u8, HNode)], out: &'a mut Vec<HNode>) -> &'a mut Vec<HNode> {
+    match stack.last_mut() {
+        Some((_, s)) => &mut s.children,
+        None => out,
+    }
+}
+
+/// A leaf node holding `text`, with `num` when it reads as a number.
+fn leaf(kind: Kind, text: String, style: DecimalStyle) -> HNode {
+    let mut n = HNode::new(kind);
+    if kind.numeric() {
+        n.num = parse_number(&text, style);
+    }
+    n.text = Some(text);
+    n
+}
+
+/// The result of wrapping a type 1 element's content.
+enum Wrapped {
+    One(HNode),
+    Many(Vec<HNode>),
+}
+
+/// Wraps content as one node of `kind` where the content has a text of its
+/// own (a leaf, or a label owning the rest); otherwise hands the nodes back
+/// to be spliced into the parent (a `<p>` holding only structure).
+fn wrap(kind: Kind, mut nodes: Vec<HNode>, style: DecimalStyle) -> Wrapped {
+    let labelled = nodes
+        .first()
+        .is_some_and(|f| f.kind == Kind::Text && f.own_text().is_some())
+        && nodes.get(1).is_none_or(|s| !s.is_text_leaf());
+    if !labelled {
+        return Wrapped::Many(nodes);
+    }
+    let rest = nodes.split_off(1);
+    let Some(first) = nodes.pop() else {
+        return Wrapped::Many(rest);
+    };
+    if first.children.is_empty() && rest.is_empty() {
+        let text = first.text.unwrap_or_default();
+        return Wrapped::One(leaf(kind, text, style));
+    }
+    let mut n = HNode::new(kind);
+    n.label = first.label.or(first.text);
+    n.children = first.children;
+    n.children.extend(rest);
+    Wrapped::One(n)
+}
+
+/// Like [`wrap`] but always one node (items, cells, definitions keep their
+/// place even without text); `None` for empty content.
+fn wrap_node(kind: Kind, nodes: Vec<HNode>, style: DecimalStyle) -> Option<HNode> {
+    if nodes.is_empty() {
+        return None;
+    }
+    match wrap(kind, nodes, style) {
+        Wrapped::One(n) => Some(n),
+        Wrapped::Many(ns) => {
+            let mut n = HNode::new(kind);
+            n.children = ns;
+            Some(n)
+        }
+    }
+}
+
+/// Fills every node's `xpath`: label predicates where a node's identifying
+/// attribute is unique among same-named siblings, positions otherwise.
+pub fn assign_ids(h: &mut Hierarchy) {
+    assign_children("/page", &mut h.children);
+}
+
+fn assign_children(parent: &str, children: &mut [HNode]) {
+    use std::collections::HashMap;
+    // (name, ident) -> count; name -> count
+    let mut by_ident: HashMap<(&'static str, &str), usize> = HashMap::new();
+    for c in children.iter() {
+        if let Some((_, v)) = c.ident() {
+            *by_ident.entry((c.kind.name(), v)).or_default() += 1;
+        }
+    }
+    let mut ids = Vec::with_capacity(children.len());
+    let mut seen_name: HashMap<&'static str, usize> = HashMap::new();
+    let mut seen_ident: HashMap<(&'static str, &str), usize> = HashMap::new();
+    for c in children.iter() {
+        let name = c.kind.name();
+        let pos = {
+            let p = seen_name.entry(name).or_default();
+            *p += 1;
+            *p
+        };
+        let id = match c.ident() {
+            Some((attr, v)) => {
+                let total = by_ident.get(&(name, v)).copied().unwrap_or(1);
+                let lit = xpath_literal(v);
+                if total == 1 {
+                    format!("{parent}/{name}[@{attr}={lit}]")
+                } else {
+                    let k = seen_ident.entry((name, v)).or_default();
+                    *k += 1;
+                    format!("{parent}/{name}[@{attr}={lit}][{k}]")
+                }
+            }
+            None => format!("{parent}/{name}[{pos}]"),
+        };
+        ids.push(id);
+    }
+    drop(seen_ident);
+    drop(by_ident);
+    for (c, id) in children.iter_mut().zip(ids) {
+        c.xpath = id;
+        let own = std::mem::take(&mut c.xpath);
+        assign_children(&own, &mut c.children);
+        c.xpath = own;
+    }
+}
+
+/// An XPath 1.0 string literal for `s`: single or double quotes, or
+/// `concat()` when `s` holds both kinds.
+pub fn xpath_literal(s: &str) -> String {
+    if !s.contains('\'') {
+        format!("'{s}'")
+    } else if !s.contains('"') {
+        format!("\"{s}\"")
+    } else {
+        let parts: Vec<String> = s.split('\'').map(|p| format!("'{p}'")).collect();
+        format!("concat({})", parts.join(", \"'\", "))
+    }
+}
+
+/// The pseudo-tables (span-resolved grids) of every data table in a page,
+/// in document order; layout tables are left out.
+pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
+    let dom = Dom::parse(html);
+    let head = Head::read(&dom);
+    let mut b = Builder {
+        dom: &dom,
+        style: decimal_style_for_lang(head.lang.as_deref()),
+        consumed: HashSet::new(),
+        depth: 0,
+    };
+    table::pseudo_tables(&mut b, DOCUMENT)
+}

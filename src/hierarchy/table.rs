@@ -1,0 +1,630 @@
+//! Tables: a `<table>` (or an ARIA `role="table"`/`grid` element) in, a
+//! pseudo-table and its hierarchy `caption -> row key -> column header ->
+//! value` out (ALGORITHMS.md §1.4).
+//!
+//! Spans are resolved first, exactly as §1.4 says: `colspan` replicates a
+//! cell's content into the columns it covers (TH or TD); `rowspan` on a TD
+//! replicates it into the rows below; `rowspan` on a TH in a header row is
+//! written once, into the last row it covers, so stacked header rows
+//! concatenate without repeats. A rowspan that runs past the last row adds
+//! rows (the rvest grids in the corpus expect this). Then:
+//! - header rows are the leading rows made only of TH (or in THEAD); with no
+//!   TH at all, the first row is the header unless it reads as data (it
+//!   holds a number outside the key column, or nested structure);
+//! - the row key is the first column; keys that repeat get ` #n` and an
+//!   `ordinal` attribute, so every row stays addressable; a row that is one
+//!   cell spanning the whole width is a label row with no cells;
+//! - column headers are the header rows' texts top to bottom, empty parts
+//!   skipped; repeated headers get ` #n`;
+//! - tables used for layout are not data: `role="presentation"`, one row,
+//!   or (without any TH, caption or THEAD) one column, a cell holding a
+//!   heading or more than [`LAYOUT_CELL_WORDS`] words, or a first row
+//!   holding nested tables or lists. Their cells are read as blocks.
+//!
+//! Spans are capped at [`MAX_SPAN`] and a table at [`MAX_SLOTS`] grid slots,
+//! so a hostile `colspan` cannot blow up memory.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Builder, HNode, Kind, TagClass, text_content, wrap_node};
+use crate::dom::{NodeData, NodeId};
+use crate::hierarchy::text::normalize;
+use crate::number::parse_number;
+
+/// Largest `colspan`/`rowspan` honoured.
+pub const MAX_SPAN: usize = 1000;
+/// Largest number of grid slots in one table; cells beyond are not spanned.
+pub const MAX_SLOTS: usize = 1 << 21;
+/// A cell with more words than this (and no TH in the table) marks layout.
+pub const LAYOUT_CELL_WORDS: usize = 80;
+
+/// What a table element is.
+pub enum Shape {
+    /// A data table, with its rows gathered.
+    Data(TableSpec),
+    /// A layout table: read its cells as blocks.
+    Layout,
+}
+
+/// A table's rows and caption as found in the DOM.
+pub struct TableSpec {
+    label: Option<String>,
+    rows: Vec<RowSpec>,
+}
+
+struct RowSpec {
+    cells: Vec<CellSpec>,
+    head: bool,
+}
+
+struct CellSpec {
+    node: NodeId,
+    header: bool,
+    colspan: usize,
+    rowspan: usize,
+}
+
+/// A grid slot: which cell covers it, and whether it stays blank (the
+/// non-last rows of a header TH's rowspan).
+#[derive(Clone, Copy)]
+struct Slot {
+    cell: usize,
+    blank: bool,
+}
+
+/// A resolved pseudo-table, for inspection and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PseudoTable {
+    /// The caption, if any.
+    pub caption: Option<String>,
+    /// How many leading rows of `grid` are header rows.
+    pub header_rows: usize,
+    /// Every slot's text after span resolution (empty rows removed).
+    pub grid: Vec<Vec<String>>,
+}
+
+fn is_html(b: &Builder, id: NodeId, name: &str) -> bool {
+    b.dom
+        .element(id)
+        .is_some_and(|e| e.is_html() && &*e.name == name)
+}
+
+fn role(b: &Builder, id: NodeId) -> Option<String> {
+    b.dom
+        .element(id)
+        .and_then(|e| e.attr("role"))
+        .and_then(|r| r.split_ascii_whitespace().next())
+        .map(str::to_ascii_lowercase)
+}
+
+/// Reads the span attribute `name` by the HTML rules for non-negative
+/// integers: blank or junk is 1, `rowspan="0"` runs to the end (`0`).
+fn span(b: &Builder, id: NodeId, name: &str) -> usize {
+    let Some(v) = b.dom.element(id).and_then(|e| e.attr(name)) else {
+        return 1;
+    };
+    let digits: String = v
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    match digits.parse::<usize>() {
+        Ok(0) if name == "rowspan" => 0,
+        Ok(0) | Err(_) => 1,
+        Ok(n) => n.min(MAX_SPAN),
+    }
+}
+
+/// Gathers rows and decides between data and layout.
+pub(super) fn classify(b: &Builder, id: NodeId) -> Shape {
+    let aria = !is_html(b, id, "table");
+    if matches!(role(b, id).as_deref(), Some("presentation" | "none")) {
+        return Shape::Layout;
+    }
+    let mut spec = TableSpec {
+        label: None,
+        rows: Vec::new(),
+    };
+    if aria {
+        gather_aria_rows(b, id, &mut spec.rows, 0);
+    } else {
+        for child in b.dom.children(id) {
+            if is_html(b, child, "caption") && spec.label.is_none() {
+                spec.label = Some(normalize(&text_content(b.dom, child))).filter(|c| !c.is_empty());
+            } else if is_html(b, child, "tr") {
+                spec.rows.push(html_row(b, child, false));
+            } else if ["thead", "tbody", "tfoot"]
+                .iter()
+                .any(|n| is_html(b, child, n))
+            {
+                let head = is_html(b, child, "thead");
+                for tr in b.dom.children(child) {
+                    if is_html(b, tr, "tr") {
+                        spec.rows.push(html_row(b, tr, head));
+                    }
+                }
+            }
+        }
+    }
+    if spec.label.is_none() {
+        spec.label = b
+            .dom
+            .element(id)
+            .and_then(|e| e.attr("aria-label"))
+            .map(normalize)
+            .filter(|l| !l.is_empty());
+    }
+    spec.rows.retain(|r| !r.cells.is_empty());
+    if spec.rows.len() <= 1 {
+        return Shape::Layout;
+    }
+    let has_th = spec
+        .rows
+        .iter()
+        .any(|r| r.head || r.cells.iter().any(|c| c.header));
+    if has_th || spec.label.is_some() {
+        return Shape::Data(spec);
+    }
+    let cols = spec
+        .rows
+        .iter()
+        .map(|r| r.cells.iter().map(|c| c.colspan).sum::<usize>())
+        .max()
+        .unwrap_or(0);
+    if cols <= 1 {
+        return Shape::Layout;
+    }
+    let first_row_structured = spec.rows[0]
+        .cells
+        .iter()
+        .any(|c| holds_structure(b, c.node));
+    let layout_cell = spec
+        .rows
+        .iter()
+        .flat_map(|r| &r.cells)
+        .any(|c| layout_cell(b, c.node));
+    if first_row_structured || layout_cell {
+        Shape::Layout
+    } else {
+        Shape::Data(spec)
+    }
+}
+
+fn html_row(b: &Builder, tr: NodeId, head: bool) -> RowSpec {
+    let cells = b
+        .dom
+        .children(tr)
+        .filter(|&c| is_html(b, c, "td") || is_html(b, c, "th"))
+        .filter(|&c| b.class(c) != TagClass::Drop)
+        .map(|c| CellSpec {
+            node: c,
+            header: is_html(b, c, "th")
+                || matches!(role(b, c).as_deref(), Some("columnheader" | "rowheader")),
+            colspan: span(b, c, "colspan"),
+            rowspan: span(b, c, "rowspan"),
+        })
+        .collect();
+    RowSpec { cells, head }
+}
+
+/// Rows of an ARIA table: `role="row"` descendants, not inside nested tables.
+fn gather_aria_rows(b: &Builder, id: NodeId, rows: &mut Vec<RowSpec>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    for child in b.dom.children(id) {
+        if b.dom.element(child).is_none() || b.class(child) == TagClass::Drop {
+            continue;
+        }
+        match role(b, child).as_deref() {
+            Some("row") => {
+                let mut cells = Vec::new();
+                gather_aria_cells(b, child, &mut cells, 0);
+                rows.push(RowSpec { cells, head: false });
+            }
+            Some("table" | "grid" | "treegrid") => {}
+            _ if is_html(b, child, "table") => {}
+            _ => gather_aria_rows(b, child, rows, depth + 1),
+        }
+    }
+}
+
+fn gather_aria_cells(b: &Builder, id: NodeId, cells: &mut Vec<CellSpec>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    for child in b.dom.children(id) {
+        if b.dom.element(child).is_none() || b.class(child) == TagClass::Drop {
+            continue;
+        }
+        match role(b, child).as_deref() {
+            Some(r @ ("cell" | "gridcell" | "rowheader" | "columnheader")) => {
+                cells.push(CellSpec {
+                    node: child,
+                    header: matches!(r, "rowheader" | "columnheader"),
+                    colspan: aria_span(b, child, "aria-colspan"),
+                    rowspan: aria_span(b, child, "aria-rowspan"),
+                })
+            }
+            Some("row" | "table" | "grid" | "treegrid") => {}
+            _ => gather_aria_cells(b, child, cells, depth + 1),
+        }
+    }
+}
+
+fn aria_span(b: &Builder, id: NodeId, name: &str) -> usize {
+    b.dom
+        .element(id)
+        .and_then(|e| e.attr(name))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+        .map_or(1, |n| n.min(MAX_SPAN))
+}
+
+/// Walks `id`'s subtree without entering nested tables or dropped content.
+fn walk(b: &Builder, id: NodeId, mut visit: impl FnMut(NodeId) -> bool) {
+    let mut stack: Vec<NodeId> = b.dom.children(id).collect();
+    while let Some(n) = stack.pop() {
+        if !visit(n) {
+            return;
+        }
+        if b.dom.element(n).is_some() && !matches!(b.class(n), TagClass::Drop | TagClass::Table) {
+            stack.extend(b.dom.children(n));
+        }
+    }
+}
+
+fn holds_structure(b: &Builder, cell: NodeId) -> bool {
+    let mut found = false;
+    walk(b, cell, |n| {
+        if b.dom.element(n).is_some()
+            && matches!(
+                b.class(n),
+                TagClass::Table | TagClass::List | TagClass::DefList
+            )
+        {
+            found = true;
+        }
+        !found
+    });
+    found
+}
+
+fn layout_cell(b: &Builder, cell: NodeId) -> bool {
+    let mut words = 0usize;
+    let mut layout = false;
+    walk(b, cell, |n| {
+        match &b.dom.node(n).data {
+            NodeData::Text(t) => words += t.split_whitespace().count(),
+            NodeData::Element(_) => {
+                if matches!(b.class(n), TagClass::Heading(_)) {
+                    layout = true;
+                }
+            }
+            _ => {}
+        }
+        layout |= words > LAYOUT_CELL_WORDS;
+        !layout
+    });
+    layout
+}
+
+/// Places cells on the grid, resolving spans (§1.4).
+fn place(rows: &[RowSpec]) -> (Vec<Vec<Option<Slot>>>, Vec<(usize, usize)>) {
+    let mut grid: Vec<Vec<Option<Slot>>> = Vec::new();
+    let mut cell_pos = Vec::new();
+    let mut slots = 0usize;
+    let n_rows = rows.len();
+    let mut index = 0usize;
+    for (r, row) in rows.iter().enumerate() {
+        if grid.len() <= r {
+            grid.resize_with(r + 1, Vec::new);
+        }
+        let mut x = 0usize;
+        for cell in &row.cells {
+            while grid[r].get(x).is_some_and(Option::is_some) {
+                x += 1;
+            }
+            let mut rowspan = if cell.rowspan == 0 {
+                n_rows - r
+            } else {
+                cell.rowspan
+            };
+            let mut colspan = cell.colspan;
+            if slots.saturating_add(rowspan.saturating_mul(colspan)) > MAX_SLOTS {
+                rowspan = 1;
+                colspan = 1;
+            }
+            for dy in 0..rowspan {
+                let y = r + dy;
+                if grid.len() <= y {
+                    grid.resize_with(y + 1, Vec::new);
+                }
+                let line = &mut grid[y];
+                if line.len() < x + colspan {
+                    line.resize(x + colspan, None);
+                }
+                for slot in &mut line[x..x + colspan] {
+                    *slot = Some(Slot {
+                        cell: index,
+                        blank: cell.header && rowspan > 1 && dy + 1 != rowspan,
+                    });
+                }
+            }
+            slots += rowspan * colspan;
+            cell_pos.push((r, x));
+            x += colspan;
+            index += 1;
+        }
+    }
+    // Lines stay ragged (a missing slot is `None`): padding every line to
+    // the widest would let one wide row times many rows exhaust memory.
+    (grid, cell_pos)
+}
+
+/// A cell's built content and, when it is plain text, that text.
+struct Built {
+    nodes: Vec<HNode>,
+    plain: Option<String>,
+    header: bool,
+}
+
+impl Built {
+    /// Text for keys and headers: the plain text, or all own texts joined.
+    fn text(&self) -> String {
+        match &self.plain {
+            Some(t) => t.clone(),
+            None => {
+                let mut parts = Vec::new();
+                flat_texts(&self.nodes, &mut parts);
+                parts.join(" ")
+            }
+        }
+    }
+}
+
+fn flat_texts<'a>(nodes: &'a [HNode], out: &mut Vec<&'a str>) {
+    for n in nodes {
+        if let Some(t) = n.own_text().or(n.key.as_deref()) {
+            out.push(t);
+        }
+        flat_texts(&n.children, out);
+    }
+}
+
+struct Resolved {
+    grid: Vec<Vec<Option<Slot>>>,
+    cells: Vec<Built>,
+    header_rows: usize,
+}
+
+fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
+    let mut cells = Vec::new();
+    for row in &spec.rows {
+        for c in &row.cells {
+            let nodes = b.content(c.node);
+            let plain = match nodes.as_slice() {
+                [] => Some(String::new()),
+                [n] if n.is_text_leaf() => n.text.clone(),
+                _ => None,
+            };
+            cells.push(Built {
+                nodes,
+                plain,
+                header: c.header,
+            });
+        }
+    }
+    let (mut grid, _) = place(&spec.rows);
+    let slot_text_empty = |s: &Option<Slot>| {
+        s.is_none_or(|s| s.blank || cells[s.cell].plain.as_deref().is_some_and(str::is_empty))
+    };
+    // Row heads survive only if the row keeps cells; remember thead rows by cell.
+    let head_cells: HashSet<usize> = {
+        let mut set = HashSet::new();
+        let mut i = 0;
+        for row in &spec.rows {
+            for _ in &row.cells {
+                if row.head {
+                    set.insert(i);
+                }
+                i += 1;
+            }
+        }
+        set
+    };
+    grid.retain(|line| !line.iter().all(slot_text_empty));
+    let any_th = cells.iter().any(|c| c.header) || !head_cells.is_empty();
+    let is_header_row = |line: &Vec<Option<Slot>>| {
+        let mut any = false;
+        for s in line.iter().flatten() {
+            let c = &cells[s.cell];
+            if c.header || head_cells.contains(&s.cell) {
+                any = true;
+            } else if !(s.blank || c.plain.as_deref().is_some_and(str::is_empty)) {
+                return false;
+            }
+        }
+        any
+    };
+    let mut header_rows = if any_th {
+        grid.iter().take_while(|l| is_header_row(l)).count()
+    } else {
+        // Without TH the first row is the header (§1.4) unless it reads as
+        // data: a number, an empty slot or nested structure outside the key.
+        let width = grid.iter().map(Vec::len).max().unwrap_or(0);
+        let first_is_data = grid.first().is_some_and(|line| {
+            line.len() < width
+                || line.iter().skip(1).any(|s| match s {
+                    None => true,
+                    Some(s) => match cells[s.cell].plain.as_deref() {
+                        None | Some("") => true,
+                        Some(t) => parse_number(t, b.style).is_some(),
+                    },
+                })
+        });
+        usize::from(!first_is_data)
+    };
+    header_rows = header_rows.min(grid.len().saturating_sub(1));
+    Resolved {
+        grid,
+        cells,
+        header_rows,
+    }
+}
+
+/// Builds the hierarchy node of a data table; `None` when it holds no data.
+pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
+    let Resolved {
+        grid,
+        cells,
+        header_rows,
+    } = resolve(b, &spec);
+    let width = grid.iter().map(Vec::len).max().unwrap_or(0);
+    // Column headers: header rows top to bottom, blanks skipped.
+    let mut cols: Vec<String> = (0..width)
+        .map(|j| {
+            let mut parts: Vec<String> = Vec::new();
+            for line in &grid[..header_rows] {
+                if let Some(Some(s)) = line.get(j)
+                    && !s.blank
+                {
+                    let t = cells[s.cell].text();
+                    if !t.is_empty() && parts.last() != Some(&t) {
+                        parts.push(t);
+                    }
+                }
+            }
+            parts.join(" ")
+        })
+        .collect();
+    make_unique(&mut cols);
+    let mut rows: Vec<HNode> = Vec::new();
+    for line in &grid[header_rows..] {
+        let mut row = HNode::new(Kind::Row);
+        let first = line.iter().flatten().next().map(|s| s.cell);
+        let label_row = width > 1
+            && line.len() == width
+            && line
+                .iter()
+                .all(|s| s.is_some_and(|s| Some(s.cell) == first));
+        for (j, slot) in line.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            let cell = &cells[slot.cell];
+            if j == 0 {
+                match &cell.plain {
+                    Some(t) => row.key = Some(t.clone()).filter(|t| !t.is_empty()),
+                    None => push_cell(&mut row, cell, &cols[0], b),
+                }
+                continue;
+            }
+            if label_row {
+                break;
+            }
+            push_cell(&mut row, cell, &cols[j], b);
+        }
+        if row.key.is_some() || !row.children.is_empty() {
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<String> = rows
+        .iter()
+        .map(|r| r.key.clone().unwrap_or_default())
+        .collect();
+    make_unique(&mut keys);
+    for (row, key) in rows.iter_mut().zip(keys) {
+        if let Some(old) = &row.key
+            && *old != key
+        {
+            let ordinal = key.rsplit(" #").next().unwrap_or_default().to_owned();
+            row.attrs.push(("ordinal", ordinal));
+            row.key = Some(key);
+        }
+    }
+    let mut table = HNode::new(Kind::Table);
+    table.label = spec.label;
+    if let Some(k) = cols.first().filter(|k| !k.is_empty()) {
+        table.attrs.push(("keycol", k.clone()));
+    }
+    table.children = rows;
+    Some(table)
+}
+
+fn push_cell(row: &mut HNode, cell: &Built, col: &str, b: &Builder) {
+    if let Some(mut n) = wrap_node(Kind::Cell, cell.nodes.clone(), b.style) {
+        n.col = Some(col.to_owned()).filter(|c| !c.is_empty());
+        row.children.push(n);
+    }
+}
+
+/// Makes the non-empty strings of `v` unique: the second `x` becomes
+/// `x #2`, the third `x #3` (skipping any that already exist).
+fn make_unique(v: &mut [String]) {
+    let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for s in v.iter_mut() {
+        if s.is_empty() {
+            continue;
+        }
+        let n = seen.entry(s.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            let mut k = *n;
+            let mut candidate = format!("{s} #{k}");
+            while taken.contains(&candidate) {
+                k += 1;
+                candidate = format!("{s} #{k}");
+            }
+            taken.insert(candidate.clone());
+            *s = candidate;
+        }
+    }
+}
+
+/// The pseudo-tables of every data table in `dom`, in document order.
+pub(super) fn pseudo_tables(b: &mut Builder, root: NodeId) -> Vec<PseudoTable> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    let mut order = Vec::new();
+    while let Some(n) = stack.pop() {
+        if b.dom.element(n).is_some() && b.class(n) == TagClass::Table {
+            order.push(n);
+        }
+        let before = stack.len();
+        stack.extend(b.dom.children(n));
+        stack[before..].reverse();
+    }
+    for id in order {
+        if let Shape::Data(spec) = classify(b, id) {
+            let r = resolve(b, &spec);
+            let width = r.grid.iter().map(Vec::len).max().unwrap_or(0);
+            let pad = width.saturating_mul(r.grid.len()) <= MAX_SLOTS;
+            let grid = r
+                .grid
+                .iter()
+                .map(|line| {
+                    let mut texts: Vec<String> = line
+                        .iter()
+                        .map(|s| match s {
+                            Some(s) if !s.blank => r.cells[s.cell].text(),
+                            _ => String::new(),
+                        })
+                        .collect();
+                    if pad {
+                        texts.resize(width, String::new());
+                    }
+                    texts
+                })
+                .collect();
+            out.push(PseudoTable {
+                caption: spec.label.clone(),
+                header_rows: r.header_rows,
+                grid,
+            });
+        }
+    }
+    out
+}

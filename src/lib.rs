@@ -1,0 +1,25 @@
+//! semclip: semantic web clipping and monitoring.
+//!
+//! The library takes a web page (bytes from a file, stdin or a URL) and gives
+//! its *semantic hierarchy*: an XML document of the page's data, every node
+//! labelled with its own XPath. Modules follow the pipeline:
+//!
+//! - [`source`]: load a page from a path, stdin or a URL and decode it to text;
+//! - [`dom`]: parse HTML with html5ever into an owned, spec-compliant tree;
+//! - [`hierarchy`]: turn the tree into the semantic hierarchy (ALGORITHMS.md §1);
+//! - [`number`]: read numbers the way the page's locale writes them;
+//! - [`output`]: serialise a hierarchy as XML, JSON or an outline;
+//! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document.
+
+pub mod cli;
+pub mod commands;
+pub mod dom;
+pub mod hierarchy;
+pub mod number;
+pub mod output;
+pub mod source;
+pub mod xpath;
+
+/// The version of the hierarchy vocabulary written into every document's
+/// `version` attribute. Bump it only on purpose (see README, "Vocabulary").
+pub const VOCABULARY_VERSION: &str = "1";

@@ -1,0 +1,56 @@
+//! The `semclip` binary: parses the command line, sets up logging, runs the
+//! command on a tokio runtime and maps the result to an exit code
+//! (0 success, 1 negative answer, 2 trouble; see README "Exit codes").
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use semclip::cli::{Cli, Command};
+use semclip::commands::{self, Outcome};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&cli.log_level))
+        .unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("semclip: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = runtime.block_on(async {
+        match &cli.command {
+            Command::Hierarchy(args) => commands::hierarchy::run(args, &mut out).await,
+            Command::Xpath(args) => commands::xpath::run(args, &mut out).await,
+        }
+    });
+    let _ = out.flush();
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Negative) => ExitCode::from(1),
+        Err(e) => {
+            // A closed stdout (`| head`) is not an error worth reporting.
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("semclip: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

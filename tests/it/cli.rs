@@ -1,0 +1,1 @@
+//! The binary: exit codes and output of `hierarchy` and `xpath`.

@@ -1,0 +1,16 @@
+//! semclip's integration tests: one binary (link time on two cores), one
+//! module per area. Tests that need `../shared/corpus/` skip with a message
+//! when it is absent.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly on purpose"
+)]
+
+mod cli;
+mod corpus;
+mod markup;
+mod source;
+mod tables;
+mod util;

@@ -1,0 +1,100 @@
+//! Shared test helpers: corpus location, fixture paths, running the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The project root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file under `tests/fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures").join(name)
+}
+
+/// `../shared/corpus`, or `None` (with a message on stderr) when absent.
+pub fn corpus(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("SEMCLIP_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/corpus"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED {test}: corpus not found at {} (set SEMCLIP_CORPUS)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every `*.html` file under `dir`, recursively, sorted.
+pub fn html_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "html" || x == "htm") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The real pages of the corpus used by whole-corpus tests: articles,
+/// changes and records (several hundred pages).
+pub fn corpus_pages(corpus: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for sub in ["articles", "changes", "records", "tables"] {
+        v.extend(html_files(&corpus.join(sub)));
+    }
+    v
+}
+
+/// Decodes a page file the way the CLI does.
+pub fn read_page(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    let url = url::Url::from_file_path(path).ok();
+    semclip::source::decode(&bytes, None, url.as_ref()).text
+}
+
+/// Runs the built `semclip` binary with `args` (and optional stdin).
+pub fn semclip(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    use std::io::Write;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_semclip"));
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(data) = stdin {
+        let mut s = child.stdin.take().unwrap();
+        s.write_all(data).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    out
+}
+
+/// Describes a finished command for assertion messages.
+pub fn describe(args: &[&str], out: &Output) -> String {
+    format!(
+        "semclip {}\nstatus: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
