@@ -8,13 +8,23 @@
 //! production, and reference-counted nodes would make the tree `!Send`.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
+use html5ever::buffer_queue::BufferQueue;
 use html5ever::interface::tree_builder::{
     ElemName, ElementFlags, NodeOrText, QuirksMode, TreeSink,
 };
-use html5ever::tendril::{StrTendril, TendrilSink};
-use html5ever::{Attribute, LocalName, Namespace, QualName, ns, parse_document};
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::{TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts};
+use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
+use html5ever::{Attribute, LocalName, Namespace, QualName, TokenizerResult, ns};
+
+/// Deepest element nesting the parser builds. Deeper start tags are
+/// ignored (their text still lands in the deepest element), as browsers cap
+/// depth (Blink at 512): html5ever's tree builder scans its stack of open
+/// elements for many tags, so unbounded depth makes parsing quadratic and a
+/// page of 100,000 nested `<div>`s would take minutes.
+pub const MAX_PARSE_DEPTH: u32 = 512;
 
 /// Index of a node in its [`Dom`].
 pub type NodeId = usize;
@@ -83,6 +93,8 @@ pub struct Node {
     pub next_sibling: Option<NodeId>,
     /// What the node is.
     pub data: NodeData,
+    /// Depth below the document when the node was inserted.
+    depth: u32,
 }
 
 /// A parsed HTML document.
@@ -92,14 +104,26 @@ pub struct Dom {
 }
 
 impl Dom {
-    /// Parses `html` with html5ever (never fails: HTML parsing has no errors).
+    /// Parses `html` with html5ever (never fails: HTML parsing has no
+    /// errors), nesting capped at [`MAX_PARSE_DEPTH`].
     pub fn parse(html: &str) -> Dom {
         let sink = Sink {
             dom: RefCell::new(Dom {
                 nodes: vec![Node::new(NodeData::Document)],
             }),
+            depth: Cell::new(0),
         };
-        parse_document(sink, Default::default()).one(StrTendril::from_slice(html))
+        let guard = DepthGuard {
+            builder: TreeBuilder::new(sink, TreeBuilderOpts::default()),
+        };
+        let tokenizer = Tokenizer::new(guard, TokenizerOpts::default());
+        let input = BufferQueue::default();
+        input.push_back(StrTendril::from_slice(html));
+        // Scripts are never run and the text is already decoded, so script
+        // pauses and encoding hints just continue.
+        while !matches!(tokenizer.feed(&input), TokenizerResult::Done) {}
+        tokenizer.end();
+        tokenizer.sink.builder.sink.finish()
     }
 
     /// The node `id`.
@@ -163,6 +187,7 @@ impl Dom {
 
     fn append(&mut self, parent: NodeId, child: NodeId) {
         self.detach(child);
+        self.nodes[child].depth = self.nodes[parent].depth.saturating_add(1);
         let last = self.nodes[parent].last_child;
         self.nodes[child].parent = Some(parent);
         self.nodes[child].prev_sibling = last;
@@ -175,6 +200,7 @@ impl Dom {
 
     fn insert_before(&mut self, sibling: NodeId, child: NodeId) {
         self.detach(child);
+        self.nodes[child].depth = self.nodes[sibling].depth;
         let parent = self.nodes[sibling].parent;
         let prev = self.nodes[sibling].prev_sibling;
         self.nodes[child].parent = parent;
@@ -246,6 +272,7 @@ impl Node {
             prev_sibling: None,
             next_sibling: None,
             data,
+            depth: 0,
         }
     }
 }
@@ -268,6 +295,51 @@ impl Iterator for Children<'_> {
 /// The html5ever tree sink filling a [`Dom`].
 struct Sink {
     dom: RefCell<Dom>,
+    /// Depth of the most recent insertion point (approximately the tree
+    /// builder's current node).
+    depth: Cell<u32>,
+}
+
+impl Sink {
+    fn inserted(&self, dom: &Dom, node: NodeId) {
+        let n = &dom.nodes[node];
+        let element = matches!(n.data, NodeData::Element(_));
+        self.depth.set(if element {
+            n.depth
+        } else {
+            n.depth.saturating_sub(1)
+        });
+    }
+}
+
+/// Sits between tokenizer and tree builder and drops start tags that would
+/// nest deeper than [`MAX_PARSE_DEPTH`].
+struct DepthGuard {
+    builder: TreeBuilder<NodeId, Sink>,
+}
+
+impl TokenSink for DepthGuard {
+    type Handle = NodeId;
+
+    fn process_token(&self, token: Token, line_number: u64) -> TokenSinkResult<NodeId> {
+        if let Token::TagToken(tag) = &token
+            && tag.kind == TagKind::StartTag
+            && !tag.self_closing
+            && self.builder.sink.depth.get() >= MAX_PARSE_DEPTH
+        {
+            return TokenSinkResult::Continue;
+        }
+        self.builder.process_token(token, line_number)
+    }
+
+    fn end(&self) {
+        self.builder.end();
+    }
+
+    fn adjusted_current_node_present_but_not_in_html_namespace(&self) -> bool {
+        self.builder
+            .adjusted_current_node_present_but_not_in_html_namespace()
+    }
 }
 
 /// An element name handed back to html5ever (atoms are cheap to clone).
@@ -343,6 +415,7 @@ impl TreeSink for Sink {
             }
         };
         dom.append(*parent, node);
+        self.inserted(&dom, node);
     }
 
     fn append_based_on_parent_node(
@@ -400,6 +473,7 @@ impl TreeSink for Sink {
             }
         };
         dom.insert_before(*sibling, node);
+        self.inserted(&dom, node);
     }
 
     fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {

@@ -43,6 +43,11 @@ pub const LEAD_IN_MAX_WORDS: usize = 20;
 /// Element nesting depth beyond which content is read as plain text.
 pub const MAX_DEPTH: usize = 160;
 
+/// Deepest hierarchy node below the root. Deeper nodes are lifted to this
+/// depth in document order (their text kept), so that every document stays
+/// within the nesting XML tools accept (libxml2 refuses more than 256).
+pub const MAX_TREE_DEPTH: usize = 100;
+
 /// The kind of a hierarchy node: the element name in the XML document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -239,6 +244,7 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
         b.collect(body, &mut c);
         children.extend(b.assemble(c.finish()));
     }
+    cap_depth(&mut children, 1);
     let mut h = Hierarchy {
         title: head.title,
         url: url.map(str::to_owned),
@@ -803,6 +809,39 @@ fn wrap_node(kind: Kind, nodes: Vec<HNode>, style: DecimalStyle) -> Option<HNode
             n.children = ns;
             Some(n)
         }
+    }
+}
+
+/// Lifts nodes deeper than [`MAX_TREE_DEPTH`] to that depth.
+fn cap_depth(nodes: &mut [HNode], depth: usize) {
+    for n in nodes.iter_mut() {
+        if n.children.is_empty() {
+            continue;
+        }
+        if depth + 1 < MAX_TREE_DEPTH {
+            cap_depth(&mut n.children, depth + 1);
+            continue;
+        }
+        let mut flat = Vec::new();
+        let mut stack: Vec<HNode> = std::mem::take(&mut n.children);
+        stack.reverse();
+        while let Some(mut c) = stack.pop() {
+            let mut grand = std::mem::take(&mut c.children);
+            if c.text.is_none()
+                && !matches!(
+                    c.kind,
+                    Kind::Section | Kind::Table | Kind::Row | Kind::List | Kind::Terms
+                )
+            {
+                c.text = c.label.take();
+            }
+            if c.own_text().is_some() || c.key.is_some() || c.col.is_some() {
+                flat.push(c);
+            }
+            grand.reverse();
+            stack.extend(grand);
+        }
+        n.children = flat;
     }
 }
 

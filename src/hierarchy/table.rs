@@ -396,6 +396,8 @@ struct Resolved {
     grid: Vec<Vec<Option<Slot>>>,
     cells: Vec<Built>,
     header_rows: usize,
+    /// Text of leading full-width title rows (removed from the grid).
+    title: Option<String>,
 }
 
 fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
@@ -434,7 +436,21 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
         set
     };
     grid.retain(|line| !line.iter().all(slot_text_empty));
-    let any_th = cells.iter().any(|c| c.header) || !head_cells.is_empty();
+    let width = grid.iter().map(Vec::len).max().unwrap_or(0);
+    // Leading rows that are one cell across the whole width are titles
+    // (an infobox's name, a "Population" banner), not column headers.
+    let mut title = None;
+    while grid.len() > 1 && width > 1 && single_cell_row(&grid[0], width) {
+        if let Some(Some(s)) = grid[0].first() {
+            let t = cells[s.cell].text();
+            if title.is_none() && !t.is_empty() {
+                title = Some(t);
+            }
+        }
+        grid.remove(0);
+    }
+    let nonempty = |c: &Built| c.plain.as_deref().is_none_or(|t| !t.is_empty());
+    let any_th = cells.iter().any(|c| c.header && nonempty(c)) || !head_cells.is_empty();
     let is_header_row = |line: &Vec<Option<Slot>>| {
         let mut any = false;
         for s in line.iter().flatten() {
@@ -451,26 +467,34 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
         grid.iter().take_while(|l| is_header_row(l)).count()
     } else {
         // Without TH the first row is the header (§1.4) unless it reads as
-        // data: a number, an empty slot or nested structure outside the key.
-        let width = grid.iter().map(Vec::len).max().unwrap_or(0);
-        let first_is_data = grid.first().is_some_and(|line| {
-            line.len() < width
-                || line.iter().skip(1).any(|s| match s {
-                    None => true,
-                    Some(s) => match cells[s.cell].plain.as_deref() {
-                        None | Some("") => true,
-                        Some(t) => parse_number(t, b.style).is_some(),
-                    },
-                })
+        // data: a number or nested structure outside the key column, or
+        // fewer than two thirds of those slots filled.
+        let first_is_header = grid.first().is_some_and(|line| {
+            let rest: Vec<Option<&Built>> = (1..width)
+                .map(|j| line.get(j).copied().flatten().map(|s| &cells[s.cell]))
+                .collect();
+            let filled = rest.iter().flatten().filter(|c| nonempty(c)).count();
+            let data = rest.iter().flatten().any(|c| match c.plain.as_deref() {
+                None => true,
+                Some(t) => parse_number(t, b.style).is_some(),
+            });
+            !data && filled * 3 >= rest.len() * 2 && filled > 0
         });
-        usize::from(!first_is_data)
+        usize::from(first_is_header)
     };
     header_rows = header_rows.min(grid.len().saturating_sub(1));
     Resolved {
         grid,
         cells,
         header_rows,
+        title,
     }
+}
+
+/// True when every slot of `line` is covered by one and the same cell.
+fn single_cell_row(line: &[Option<Slot>], width: usize) -> bool {
+    let first = line.first().copied().flatten().map(|s| s.cell);
+    first.is_some() && line.len() == width && line.iter().all(|s| s.map(|s| s.cell) == first)
 }
 
 /// Builds the hierarchy node of a data table; `None` when it holds no data.
@@ -479,6 +503,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         grid,
         cells,
         header_rows,
+        title,
     } = resolve(b, &spec);
     let width = grid.iter().map(Vec::len).max().unwrap_or(0);
     // Column headers: header rows top to bottom, blanks skipped.
@@ -545,7 +570,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
     }
     let mut table = HNode::new(Kind::Table);
-    table.label = spec.label;
+    table.label = spec.label.or(title);
     if let Some(k) = cols.first().filter(|k| !k.is_empty()) {
         table.attrs.push(("keycol", k.clone()));
     }
@@ -620,7 +645,7 @@ pub(super) fn pseudo_tables(b: &mut Builder, root: NodeId) -> Vec<PseudoTable> {
                 })
                 .collect();
             out.push(PseudoTable {
-                caption: spec.label.clone(),
+                caption: spec.label.clone().or(r.title.clone()),
                 header_rows: r.header_rows,
                 grid,
             });

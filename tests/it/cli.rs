@@ -1,1 +1,200 @@
-//! The binary: exit codes and output of `hierarchy` and `xpath`.
+//! The binary: output formats and exit codes of `hierarchy` and `xpath`,
+//! sources from files, stdin and a loopback HTTP server.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use crate::util::{describe, fixture, semclip};
+
+fn html4() -> String {
+    fixture("html4-merged-cells.html").display().to_string()
+}
+
+#[test]
+fn hierarchy_xml_matches_the_golden_document_plus_url() {
+    let path = html4();
+    let args = ["hierarchy", path.as_str()];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let golden = std::fs::read_to_string(fixture("html4-merged-cells.xml")).unwrap();
+    let url = url::Url::from_file_path(fixture("html4-merged-cells.html")).unwrap();
+    let expected = golden.replacen(
+        "<page label=\"HTML 4 merged cells\" lang",
+        &format!("<page label=\"HTML 4 merged cells\" url=\"{url}\" lang"),
+        1,
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
+fn hierarchy_json_and_outline() {
+    let path = html4();
+    let args = ["hierarchy", path.as_str(), "--format", "json"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "1");
+    let cell = &v["page"]["children"][0]["children"][0]["children"][2];
+    assert_eq!(cell["type"], "cell");
+    assert_eq!(cell["col"], "Red eyes");
+    assert_eq!(cell["text"], "40%");
+    assert_eq!(cell["num"], "40");
+    assert_eq!(
+        cell["xpath"],
+        "/page/table[@label='A test table with merged cells.']/row[@key='males']/cell[@col='Red eyes']"
+    );
+
+    let args = ["hierarchy", path.as_str(), "-f", "outline"];
+    let out = semclip(&args, None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("HTML 4 merged cells\n  table A test table with merged cells.\n    row males\n      cell [Average height]: 1.9\n"), "{}", describe(&args, &out));
+}
+
+#[test]
+fn hierarchy_reads_stdin() {
+    let args = ["hierarchy", "-", "-f", "outline"];
+    let out = semclip(
+        &args,
+        Some(b"<title>T</title><h1>Head</h1><p>Body text</p>"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "T\n  section Head\n    text Body text\n"
+    );
+}
+
+#[test]
+fn a_windows_1251_file_with_meta_charset_comes_out_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ru.html");
+    let html = "<html lang=ru><head><meta charset=windows-1251><title>Котировки</title></head>\
+                <body><table><tr><th>Эмитент<th>Цена<tr><td>Газпром<td>1 234,56</table>";
+    let (bytes, _, _) = encoding_rs::WINDOWS_1251.encode(html);
+    std::fs::write(&path, &bytes).unwrap();
+    let p = path.display().to_string();
+    let args = [
+        "xpath",
+        p.as_str(),
+        "//row[@key='Газпром']/cell[@col='Цена']/@num",
+    ];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.ends_with("\t1234.56\n"), "{}", describe(&args, &out));
+}
+
+#[test]
+fn xpath_prints_ids_and_values_and_typed_results() {
+    let path = html4();
+    let expr = "//row[@key='males']/cell[@col='Red eyes']";
+    let args = ["xpath", path.as_str(), expr];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "/page/table[@label='A test table with merged cells.']/row[@key='males']/cell[@col='Red eyes']\t40%\n"
+    );
+    for (expr, expected) in [
+        ("'10' > 9", "true\n"),
+        ("count(//row)", "2\n"),
+        ("sum(//cell[@col='Red eyes']/@num)", "83\n"),
+        ("string(/page/@label)", "HTML 4 merged cells\n"),
+        (
+            "//row[@key='females']/cell[@col='Red eyes']/@num > 42",
+            "true\n",
+        ),
+    ] {
+        let args = ["xpath", path.as_str(), expr];
+        let out = semclip(&args, None);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "{}",
+            describe(&args, &out)
+        );
+    }
+    let args = ["xpath", path.as_str(), "--json", "count(//cell)"];
+    let out = semclip(&args, None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v, serde_json::json!({"type": "number", "value": 6.0}));
+}
+
+#[test]
+fn xpath_exit_codes() {
+    let path = html4();
+    // No match and false are negative answers: exit 1.
+    for expr in ["//row[@key='nobody']", "1 > 2"] {
+        let args = ["xpath", path.as_str(), expr];
+        let out = semclip(&args, None);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    }
+    // A bad expression is trouble: exit 2, with the column and a caret.
+    let args = ["xpath", path.as_str(), "//row[@key='GAZP'/cell"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("column") && err.contains('^'),
+        "{}",
+        describe(&args, &out)
+    );
+    // Unknown functions are named.
+    let args = ["xpath", path.as_str(), "frobnicate(1)"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("frobnicate"),
+        "{}",
+        describe(&args, &out)
+    );
+}
+
+#[test]
+fn missing_sources_and_bad_usage_exit_2() {
+    let args = ["hierarchy", "/nonexistent/page.html"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/page.html"));
+    let args = ["hierarchy", "ftp://example.org/x"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ftp"));
+    let args = ["hierarchy", "x", "--format", "yaml"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+}
+
+/// Serves one canned HTTP response on a loopback port; returns the URL.
+fn serve_once(content_type: &'static str, body: Vec<u8>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+        }
+    });
+    format!("http://{addr}/quotes")
+}
+
+#[test]
+fn hierarchy_over_http_uses_the_header_charset() {
+    let html = "<html lang=ru><title>Котировки</title><h1>Акции</h1><p>Цена 1 234,5</p>";
+    let (bytes, _, _) = encoding_rs::KOI8_R.encode(html);
+    let url = serve_once("text/html; charset=koi8-r", bytes.into_owned());
+    let args = ["hierarchy", url.as_str(), "-f", "outline"];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Котировки\n  section Акции\n    text Цена 1 234,5\n"
+    );
+}
