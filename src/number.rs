@@ -135,7 +135,21 @@ const UNITS: &[&str] = &[
 /// is taken as decimal only if it is `style`'s decimal separator. A leading
 /// separator is decimal (`.5` is `0.5`); a trailing one is rejected (`5.`).
 pub fn parse_number(text: &str, style: DecimalStyle) -> Option<String> {
-    let (negative, core) = strip_affixes(text)?;
+    // Fast paths: most texts on a page are words (no digit) or plain
+    // numbers (nothing to strip); only the rest needs the unit search.
+    let first = text.bytes().position(|b| b.is_ascii_digit())?;
+    let last = text.bytes().rposition(|b| b.is_ascii_digit())?;
+    if first > MAX_AFFIX_BYTES || text.len() - 1 - last > MAX_AFFIX_BYTES {
+        return None;
+    }
+    let plain = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.' || b == b',');
+    let (negative, core) = if plain {
+        (false, text)
+    } else {
+        strip_affixes(text)?
+    };
     let (int, frac) = split_core(core, style)?;
     Some(canonical(negative, &int, frac))
 }
@@ -160,14 +174,20 @@ fn strip_affixes(text: &str) -> Option<(bool, &str)> {
         {
             sign = Some(negative);
             rest = after;
-        } else if !unit && let Some(after) = strip_unit(rest, str::strip_prefix) {
+        } else if !unit
+            && !rest.starts_with(|c: char| c.is_ascii_digit())
+            && let Some(after) = strip_unit(rest, str::strip_prefix)
+        {
             unit = true;
             rest = after.trim_start();
         } else {
             break;
         }
     }
-    if !unit && let Some(before) = strip_unit(rest, str::strip_suffix) {
+    if !unit
+        && !rest.ends_with(|c: char| c.is_ascii_digit())
+        && let Some(before) = strip_unit(rest, str::strip_suffix)
+    {
         rest = before.trim_end();
     }
     match (parenthesised, sign) {
@@ -193,11 +213,22 @@ fn strip_unit<'a>(
     text: &'a str,
     strip: fn(&'a str, &'a str) -> Option<&'a str>,
 ) -> Option<&'a str> {
+    // Compare only units that share the text's first and last byte with
+    // it at the end being stripped: a cheap filter before the string compare.
+    let (first, last) = (*text.as_bytes().first()?, *text.as_bytes().last()?);
     UNITS
         .iter()
+        .filter(|unit| {
+            let u = unit.as_bytes();
+            u.first() == Some(&first) || u.last() == Some(&last)
+        })
         .filter_map(|unit| strip(text, unit))
         .min_by_key(|rest| rest.len())
 }
+
+/// Most bytes before the first digit or after the last one (a sign, a
+/// parenthesis, a unit and spaces); anything longer is prose, not a number.
+const MAX_AFFIX_BYTES: usize = 16;
 
 /// A character that may stand between digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -225,6 +225,7 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
     let style = decimal_style_for_lang(head.lang.as_deref());
     let mut b = Builder {
         dom,
+        classes: Builder::classify_all(dom),
         style,
         consumed: HashSet::new(),
         depth: 0,
@@ -363,6 +364,8 @@ impl Collector {
 
 struct Builder<'a> {
     dom: &'a Dom,
+    /// [`TagClass`] of every node by id (non-elements are `Drop`).
+    classes: Vec<TagClass>,
     style: DecimalStyle,
     /// Headings already used as a sectioning element's label.
     consumed: HashSet<NodeId>,
@@ -372,7 +375,19 @@ struct Builder<'a> {
 impl Builder<'_> {
     /// The class of element `id`, roles and hiding considered.
     fn class(&self, id: NodeId) -> TagClass {
-        let Some(e) = self.dom.element(id) else {
+        self.classes[id]
+    }
+
+    /// Classes of every node, computed once (elements are classified many
+    /// times: while collecting, gathering table rows, checking layout).
+    fn classify_all(dom: &Dom) -> Vec<TagClass> {
+        (0..dom.len())
+            .map(|id| Self::compute_class(dom, id))
+            .collect()
+    }
+
+    fn compute_class(dom: &Dom, id: NodeId) -> TagClass {
+        let Some(e) = dom.element(id) else {
             return TagClass::Drop;
         };
         if !e.is_html() {
@@ -463,7 +478,7 @@ impl Builder<'_> {
             TagClass::Paragraph | TagClass::ListItem | TagClass::DefTerm | TagClass::DefDesc => {
                 c.flush();
                 let nodes = self.content(id);
-                match wrap(Kind::Text, nodes, self.style) {
+                match wrap(Kind::Text, nodes) {
                     Wrapped::One(n) => c.items.push(Item::Block(n, false)),
                     Wrapped::Many(ns) => c.items.push(Item::Nodes(ns)),
                 }
@@ -479,7 +494,7 @@ impl Builder<'_> {
             TagClass::Quote => {
                 c.flush();
                 let nodes = self.content(id);
-                if let Some(n) = wrap_node(Kind::Quote, nodes, self.style) {
+                if let Some(n) = wrap_node(Kind::Quote, nodes) {
                     c.items.push(Item::Block(n, true));
                 }
             }
@@ -614,7 +629,7 @@ impl Builder<'_> {
             match class {
                 TagClass::ListItem => {
                     self.flush_stray(&mut stray, &mut list);
-                    if let Some(item) = wrap_node(Kind::Item, self.content(child), self.style) {
+                    if let Some(item) = wrap_node(Kind::Item, self.content(child)) {
                         list.children.push(item);
                     }
                 }
@@ -643,7 +658,7 @@ impl Builder<'_> {
         if items.is_empty() {
             return;
         }
-        if let Some(item) = wrap_node(Kind::Item, self.assemble(items), self.style) {
+        if let Some(item) = wrap_node(Kind::Item, self.assemble(items)) {
             list.children.push(item);
         }
     }
@@ -656,7 +671,6 @@ impl Builder<'_> {
         let mut out = HNode::new(Kind::Terms);
         let mut terms: Vec<HNode> = Vec::new();
         let mut defs: Vec<HNode> = Vec::new();
-        let style = self.style;
         let close = |terms: &mut Vec<HNode>, defs: &mut Vec<HNode>, out: &mut HNode| {
             if terms.is_empty() {
                 out.children.append(defs);
@@ -676,10 +690,10 @@ impl Builder<'_> {
                 if !defs.is_empty() {
                     close(&mut terms, &mut defs, &mut out);
                 }
-                if let Some(t) = wrap_node(Kind::Term, content, style) {
+                if let Some(t) = wrap_node(Kind::Term, content) {
                     terms.push(t);
                 }
-            } else if let Some(d) = wrap_node(Kind::Def, content, style) {
+            } else if let Some(d) = wrap_node(Kind::Def, content) {
                 defs.push(d);
             }
         }
@@ -773,7 +787,7 @@ enum Wrapped {
 /// Wraps content as one node of `kind` where the content has a text of its
 /// own (a leaf, or a label owning the rest); otherwise hands the nodes back
 /// to be spliced into the parent (a `<p>` holding only structure).
-fn wrap(kind: Kind, mut nodes: Vec<HNode>, style: DecimalStyle) -> Wrapped {
+fn wrap(kind: Kind, mut nodes: Vec<HNode>) -> Wrapped {
     let labelled = nodes
         .first()
         .is_some_and(|f| f.kind == Kind::Text && f.own_text().is_some())
@@ -786,8 +800,14 @@ fn wrap(kind: Kind, mut nodes: Vec<HNode>, style: DecimalStyle) -> Wrapped {
         return Wrapped::Many(rest);
     };
     if first.children.is_empty() && rest.is_empty() {
-        let text = first.text.unwrap_or_default();
-        return Wrapped::One(leaf(kind, text, style));
+        // A text leaf becomes a leaf of `kind`; its `num` was read when the
+        // text leaf was made (every numeric kind reads numbers alike).
+        let mut n = first;
+        if !kind.numeric() {
+            n.num = None;
+        }
+        n.kind = kind;
+        return Wrapped::One(n);
     }
     let mut n = HNode::new(kind);
     n.label = first.label.or(first.text);
@@ -798,11 +818,11 @@ fn wrap(kind: Kind, mut nodes: Vec<HNode>, style: DecimalStyle) -> Wrapped {
 
 /// Like [`wrap`] but always one node (items, cells, definitions keep their
 /// place even without text); `None` for empty content.
-fn wrap_node(kind: Kind, nodes: Vec<HNode>, style: DecimalStyle) -> Option<HNode> {
+fn wrap_node(kind: Kind, nodes: Vec<HNode>) -> Option<HNode> {
     if nodes.is_empty() {
         return None;
     }
-    match wrap(kind, nodes, style) {
+    match wrap(kind, nodes) {
         Wrapped::One(n) => Some(n),
         Wrapped::Many(ns) => {
             let mut n = HNode::new(kind);
@@ -853,59 +873,112 @@ pub fn assign_ids(h: &mut Hierarchy) {
 
 fn assign_children(parent: &str, children: &mut [HNode]) {
     use std::collections::HashMap;
-    // (name, ident) -> count; name -> count
-    let mut by_ident: HashMap<(&'static str, &str), usize> = HashMap::new();
-    for c in children.iter() {
-        if let Some((_, v)) = c.ident() {
-            *by_ident.entry((c.kind.name(), v)).or_default() += 1;
-        }
-    }
-    let mut ids = Vec::with_capacity(children.len());
-    let mut seen_name: HashMap<&'static str, usize> = HashMap::new();
-    let mut seen_ident: HashMap<(&'static str, &str), usize> = HashMap::new();
-    for c in children.iter() {
-        let name = c.kind.name();
-        let pos = {
-            let p = seen_name.entry(name).or_default();
-            *p += 1;
-            *p
-        };
-        let id = match c.ident() {
-            Some((attr, v)) => {
-                let total = by_ident.get(&(name, v)).copied().unwrap_or(1);
-                let lit = xpath_literal(v);
-                if total == 1 {
-                    format!("{parent}/{name}[@{attr}={lit}]")
-                } else {
-                    let k = seen_ident.entry((name, v)).or_default();
-                    *k += 1;
-                    format!("{parent}/{name}[@{attr}={lit}][{k}]")
+    // Per child: how many siblings share its (name, ident), and its
+    // ordinal among them; and its position among same-named siblings.
+    let n = children.len();
+    let mut totals = vec![0usize; n];
+    let mut ordinals = vec![0usize; n];
+    let mut positions = vec![0usize; n];
+    if n <= 16 {
+        // Small sibling lists (most of them): quadratic but allocation-free.
+        for i in 0..n {
+            let ki = sibling_key(&children[i]);
+            for (j, other) in children.iter().enumerate() {
+                let kj = sibling_key(other);
+                if ki.0 == kj.0 && j < i {
+                    positions[i] += 1;
+                }
+                if ki.1.is_some() && ki == kj {
+                    totals[i] += 1;
+                    if j < i {
+                        ordinals[i] += 1;
+                    }
                 }
             }
-            None => format!("{parent}/{name}[{pos}]"),
-        };
-        ids.push(id);
+        }
+    } else {
+        let mut by_ident: HashMap<(Kind, &str), usize> = HashMap::new();
+        for c in children.iter() {
+            if let Some((_, v)) = c.ident() {
+                *by_ident.entry((c.kind, v)).or_default() += 1;
+            }
+        }
+        let mut seen_kind: HashMap<Kind, usize> = HashMap::new();
+        let mut seen_ident: HashMap<(Kind, &str), usize> = HashMap::new();
+        for (i, c) in children.iter().enumerate() {
+            let p = seen_kind.entry(c.kind).or_default();
+            positions[i] = *p;
+            *p += 1;
+            if let Some((_, v)) = c.ident() {
+                totals[i] = by_ident.get(&(c.kind, v)).copied().unwrap_or(1);
+                let o = seen_ident.entry((c.kind, v)).or_default();
+                ordinals[i] = *o;
+                *o += 1;
+            }
+        }
     }
-    drop(seen_ident);
-    drop(by_ident);
-    for (c, id) in children.iter_mut().zip(ids) {
+    for (i, c) in children.iter_mut().enumerate() {
+        let name = c.kind.name();
+        let mut id = String::with_capacity(parent.len() + name.len() + 24);
+        id.push_str(parent);
+        id.push('/');
+        id.push_str(name);
+        match c.ident() {
+            Some((attr, v)) => {
+                id.push_str("[@");
+                id.push_str(attr);
+                id.push('=');
+                push_xpath_literal(&mut id, v);
+                id.push(']');
+                if totals[i] > 1 {
+                    id.push('[');
+                    id.push_str(&(ordinals[i] + 1).to_string());
+                    id.push(']');
+                }
+            }
+            None => {
+                id.push('[');
+                id.push_str(&(positions[i] + 1).to_string());
+                id.push(']');
+            }
+        }
+        assign_children(&id, &mut c.children);
         c.xpath = id;
-        let own = std::mem::take(&mut c.xpath);
-        assign_children(&own, &mut c.children);
-        c.xpath = own;
     }
 }
 
 /// An XPath 1.0 string literal for `s`: single or double quotes, or
 /// `concat()` when `s` holds both kinds.
 pub fn xpath_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_xpath_literal(&mut out, s);
+    out
+}
+
+fn sibling_key(c: &HNode) -> (Kind, Option<&str>) {
+    (c.kind, c.ident().map(|(_, v)| v))
+}
+
+fn push_xpath_literal(out: &mut String, s: &str) {
     if !s.contains('\'') {
-        format!("'{s}'")
+        out.push('\'');
+        out.push_str(s);
+        out.push('\'');
     } else if !s.contains('"') {
-        format!("\"{s}\"")
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
     } else {
-        let parts: Vec<String> = s.split('\'').map(|p| format!("'{p}'")).collect();
-        format!("concat({})", parts.join(", \"'\", "))
+        out.push_str("concat(");
+        for (i, part) in s.split('\'').enumerate() {
+            if i > 0 {
+                out.push_str(", \"'\", ");
+            }
+            out.push('\'');
+            out.push_str(part);
+            out.push('\'');
+        }
+        out.push(')');
     }
 }
 
@@ -916,6 +989,7 @@ pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
     let head = Head::read(&dom);
     let mut b = Builder {
         dom: &dom,
+        classes: Builder::classify_all(&dom),
         style: decimal_style_for_lang(head.lang.as_deref()),
         consumed: HashSet::new(),
         depth: 0,

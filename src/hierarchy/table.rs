@@ -310,9 +310,8 @@ fn layout_cell(b: &Builder, cell: NodeId) -> bool {
 }
 
 /// Places cells on the grid, resolving spans (§1.4).
-fn place(rows: &[RowSpec]) -> (Vec<Vec<Option<Slot>>>, Vec<(usize, usize)>) {
+fn place(rows: &[RowSpec]) -> Vec<Vec<Option<Slot>>> {
     let mut grid: Vec<Vec<Option<Slot>>> = Vec::new();
-    let mut cell_pos = Vec::new();
     let mut slots = 0usize;
     let n_rows = rows.len();
     let mut index = 0usize;
@@ -352,14 +351,13 @@ fn place(rows: &[RowSpec]) -> (Vec<Vec<Option<Slot>>>, Vec<(usize, usize)>) {
                 }
             }
             slots += rowspan * colspan;
-            cell_pos.push((r, x));
             x += colspan;
             index += 1;
         }
     }
     // Lines stay ragged (a missing slot is `None`): padding every line to
     // the widest would let one wide row times many rows exhaust memory.
-    (grid, cell_pos)
+    grid
 }
 
 /// A cell's built content and, when it is plain text, that text.
@@ -417,7 +415,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
             });
         }
     }
-    let (mut grid, _) = place(&spec.rows);
+    let mut grid = place(&spec.rows);
     let slot_text_empty = |s: &Option<Slot>| {
         s.is_none_or(|s| s.blank || cells[s.cell].plain.as_deref().is_some_and(str::is_empty))
     };
@@ -524,29 +522,47 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         })
         .collect();
     make_unique(&mut cols);
+    // Which slots take a cell's content, so its last use can move it
+    // instead of cloning (replication by spans is the only sharing).
+    let label_rows: Vec<bool> = grid[header_rows..]
+        .iter()
+        .map(|l| width > 1 && single_cell_row(l, width))
+        .collect();
+    let mut uses = vec![0usize; cells.len()];
+    for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
+        for (j, slot) in line.iter().enumerate() {
+            if let Some(s) = slot
+                && ((j == 0 && cells[s.cell].plain.is_none()) || (j > 0 && !label_row))
+            {
+                uses[s.cell] += 1;
+            }
+        }
+    }
+    let mut cells = cells;
     let mut rows: Vec<HNode> = Vec::new();
-    for line in &grid[header_rows..] {
+    for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
-        let first = line.iter().flatten().next().map(|s| s.cell);
-        let label_row = width > 1
-            && line.len() == width
-            && line
-                .iter()
-                .all(|s| s.is_some_and(|s| Some(s.cell) == first));
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
-            let cell = &cells[slot.cell];
-            if j == 0 {
-                match &cell.plain {
-                    Some(t) => row.key = Some(t.clone()).filter(|t| !t.is_empty()),
-                    None => push_cell(&mut row, cell, &cols[0], b),
-                }
+            if j == 0
+                && let Some(t) = &cells[slot.cell].plain
+            {
+                row.key = Some(t.clone()).filter(|t| !t.is_empty());
                 continue;
             }
-            if label_row {
+            if j > 0 && label_row {
                 break;
             }
-            push_cell(&mut row, cell, &cols[j], b);
+            uses[slot.cell] -= 1;
+            let nodes = if uses[slot.cell] == 0 {
+                std::mem::take(&mut cells[slot.cell].nodes)
+            } else {
+                cells[slot.cell].nodes.clone()
+            };
+            if let Some(mut n) = wrap_node(Kind::Cell, nodes) {
+                n.col = Some(cols[j].clone()).filter(|c| !c.is_empty());
+                row.children.push(n);
+            }
         }
         if row.key.is_some() || !row.children.is_empty() {
             rows.push(row);
@@ -576,13 +592,6 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     }
     table.children = rows;
     Some(table)
-}
-
-fn push_cell(row: &mut HNode, cell: &Built, col: &str, b: &Builder) {
-    if let Some(mut n) = wrap_node(Kind::Cell, cell.nodes.clone(), b.style) {
-        n.col = Some(col.to_owned()).filter(|c| !c.is_empty());
-        row.children.push(n);
-    }
 }
 
 /// Makes the non-empty strings of `v` unique: the second `x` becomes

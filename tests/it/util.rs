@@ -57,6 +57,21 @@ pub fn corpus_pages(corpus: &Path) -> Vec<PathBuf> {
     for sub in ["articles", "changes", "records", "tables"] {
         v.extend(html_files(&corpus.join(sub)));
     }
+    // The change pairs and captures carry no extension.
+    for sub in [
+        "changes/web-monitoring-diff/example_data",
+        "changes/web-monitoring-diff/versions",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(corpus.join(sub)) {
+            let mut files: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect();
+            files.sort();
+            v.extend(files);
+        }
+    }
     v
 }
 
@@ -84,8 +99,7 @@ pub fn semclip(args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut s = child.stdin.take().unwrap();
         s.write_all(data).unwrap();
     }
-    let out = child.wait_with_output().unwrap();
-    out
+    child.wait_with_output().unwrap()
 }
 
 /// Describes a finished command for assertion messages.
