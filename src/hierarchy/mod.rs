@@ -411,6 +411,54 @@ impl Builder<'_> {
         base
     }
 
+    /// The text under `id` on one line, as rendered: inline elements join,
+    /// blocks and line breaks separate words, dropped content is skipped,
+    /// images give their `alt`. Used for headings and addresses.
+    fn flat_text(&self, id: NodeId) -> String {
+        enum Step {
+            Node(NodeId),
+            Space,
+        }
+        let mut t = InlineText::default();
+        let mut stack: Vec<Step> = self.dom.children(id).map(Step::Node).collect();
+        stack.reverse();
+        while let Some(step) = stack.pop() {
+            let n = match step {
+                Step::Space => {
+                    t.push_space();
+                    continue;
+                }
+                Step::Node(n) => n,
+            };
+            match &self.dom.node(n).data {
+                NodeData::Text(s) => t.push_str(s),
+                NodeData::Element(e) => match self.class(n) {
+                    TagClass::Drop | TagClass::Invisible => {}
+                    TagClass::Break => t.push_space(),
+                    TagClass::Image => {
+                        if let Some(alt) = e.attr("alt") {
+                            t.push_space();
+                            t.push_str(alt);
+                            t.push_space();
+                        }
+                    }
+                    class => {
+                        let block = class != TagClass::Inline;
+                        if block {
+                            t.push_space();
+                            stack.push(Step::Space);
+                        }
+                        let before = stack.len();
+                        stack.extend(self.dom.children(n).map(Step::Node));
+                        stack[before..].reverse();
+                    }
+                },
+                _ => {}
+            }
+        }
+        t.take().unwrap_or_default()
+    }
+
     /// Walks the children of `id` into `c`.
     fn collect(&mut self, id: NodeId, c: &mut Collector) {
         if self.depth >= MAX_DEPTH {
@@ -468,7 +516,7 @@ impl Builder<'_> {
             TagClass::Heading(level) => {
                 c.flush();
                 if !self.consumed.contains(&id) {
-                    let t = normalize(&text_content(self.dom, id));
+                    let t = self.flat_text(id);
                     if !t.is_empty() {
                         c.items.push(Item::Heading(level, t));
                     }
@@ -484,6 +532,7 @@ impl Builder<'_> {
                 }
             }
             TagClass::Pre => {
+                c.flush();
                 let t = normalize_pre(&text_content(self.dom, id));
                 if !t.is_empty() {
                     let mut n = HNode::new(Kind::Pre);
@@ -525,7 +574,8 @@ impl Builder<'_> {
                 }
             }
             TagClass::Address => {
-                let t = normalize(&text_content(self.dom, id));
+                c.flush();
+                let t = self.flat_text(id);
                 if !t.is_empty() {
                     let mut n = HNode::new(Kind::Address);
                     n.text = Some(t);
@@ -551,7 +601,7 @@ impl Builder<'_> {
         match self.own_heading(id) {
             Some((h, level)) => {
                 self.consumed.insert(h);
-                let label = normalize(&text_content(self.dom, h));
+                let label = self.flat_text(h);
                 let children = self.content(id);
                 let mut n = HNode::new(Kind::Section);
                 n.label = Some(label);
@@ -579,7 +629,7 @@ impl Builder<'_> {
             let descend = match self.class(n) {
                 TagClass::Heading(level) => {
                     if !self.consumed.contains(&n)
-                        && !normalize(&text_content(self.dom, n)).is_empty()
+                        && !self.flat_text(n).is_empty()
                     {
                         return Some((n, level));
                     }

@@ -11,6 +11,7 @@
 mod cli;
 mod corpus;
 mod markup;
+mod props;
 mod source;
 mod tables;
 mod util;

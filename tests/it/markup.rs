@@ -135,6 +135,7 @@ impl Writer<'_> {
                     && html
                     && UNWRAP.contains(&name.as_str())
                     && !hidden
+                    && !self.holds_blocks(id)
                 {
                     self.children(id, in_pre, parent);
                     return;
@@ -180,6 +181,11 @@ impl Writer<'_> {
                     return;
                 }
                 let raw = html && RAW.contains(&name.as_str());
+                let pre = in_pre || (html && PRE.contains(&name.as_str()));
+                if html && PRE.contains(&name.as_str()) {
+                    // The parser drops one newline right after these start tags.
+                    self.out.push('\n');
+                }
                 if self.change == Change::Comments && !raw {
                     self.out.push_str("<!-- semclip test comment -->");
                 }
@@ -193,11 +199,7 @@ impl Writer<'_> {
                         _ => {}
                     }
                 }
-                let pre = in_pre || (html && PRE.contains(&name.as_str()));
-                if html && PRE.contains(&name.as_str()) {
-                    // The parser drops one newline right after these start tags.
-                    self.out.push('\n');
-                }
+
                 if raw {
                     for c in self.dom.children(id) {
                         if let NodeData::Text(t) = &self.dom.node(c).data {
@@ -224,6 +226,26 @@ impl Writer<'_> {
             }
             _ => {}
         }
+    }
+
+    /// True when an element below `id` is not inline: unwrapping an inline
+    /// element around blocks changes how the parser nests them (a heading
+    /// inside `<span>` inside a heading stays nested; without the span it
+    /// closes the outer heading), so that is not a markup-only change.
+    fn holds_blocks(&self, id: NodeId) -> bool {
+        let mut stack: Vec<NodeId> = self.dom.children(id).collect();
+        while let Some(n) = stack.pop() {
+            if let Some(e) = self.dom.element(n) {
+                if !matches!(
+                    semclip::hierarchy::class_of(&e.name),
+                    semclip::hierarchy::TagClass::Inline | semclip::hierarchy::TagClass::Break
+                ) {
+                    return true;
+                }
+                stack.extend(self.dom.children(n));
+            }
+        }
+        false
     }
 
     fn children(&mut self, id: NodeId, in_pre: bool, parent: Option<&str>) {

@@ -1,0 +1,80 @@
+//! Property tests over generated HTML: no panic, always a well-formed,
+//! deterministic document whose ids select their own elements, and a
+//! hierarchy unchanged by markup-only changes.
+
+use proptest::prelude::*;
+use semclip::dom::Dom;
+use semclip::hierarchy::Hierarchy;
+use semclip::output::{XmlOptions, to_xml};
+
+use crate::corpus::check_page;
+use crate::markup::{CHANGES, write_html};
+
+const TAGS: &[&str] = &[
+    "div", "p", "span", "b", "i", "a", "h1", "h2", "h3", "h6", "ul", "ol", "li", "dl", "dt", "dd", "table", "tr",
+    "td", "th", "thead", "tbody", "caption", "section", "article", "nav", "header", "pre", "blockquote",
+    "address", "img", "br", "script", "style", "font", "center", "form", "select", "option", "svg", "template",
+];
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-zA-Z ]{0,12}",
+        "[0-9 ,.%$-]{1,10}",
+        "[\\x00-\\x1f\u{a0}\u{fffe}\u{ffff}'\"<>&]{1,6}",
+        "[а-яё ]{1,8}",
+        Just("  \n\t ".to_owned()),
+    ]
+}
+
+fn attrs() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            (1u32..5).prop_map(|n| format!(" colspan={n}")),
+            (0u32..4).prop_map(|n| format!(" rowspan={n}")),
+            Just(" role=table".to_owned()),
+            Just(" role=row".to_owned()),
+            Just(" role=cell".to_owned()),
+            Just(" role=presentation".to_owned()),
+            Just(" hidden".to_owned()),
+            Just(" lang=ru".to_owned()),
+            Just(" alt='a\"b'".to_owned()),
+            Just(" class=x".to_owned()),
+        ],
+        0..3,
+    )
+    .prop_map(|v| v.concat())
+}
+
+fn html() -> impl Strategy<Value = String> {
+    let leaf = text().prop_map(|t| t.replace('<', "&lt;"));
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        (prop::sample::select(TAGS), attrs(), prop::collection::vec(inner, 0..6), any::<bool>()).prop_map(
+            |(tag, attrs, children, close)| {
+                let body = children.concat();
+                if close { format!("<{tag}{attrs}>{body}</{tag}>") } else { format!("<{tag}{attrs}>{body}") }
+            },
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, .. ProptestConfig::default() })]
+
+    #[test]
+    fn generated_pages_give_valid_self_addressed_documents(body in html(), title in text()) {
+        let page = format!("<title>{}</title>{body}", title.replace('<', ""));
+        let problems = check_page(&page);
+        prop_assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn generated_pages_are_markup_invariant(body in html()) {
+        let dom = Dom::parse(&body);
+        let base = to_xml(&Hierarchy::from_html(&write_html(&dom, crate::markup::Change::None), None), XmlOptions::default());
+        for change in CHANGES {
+            let changed = to_xml(&Hierarchy::from_html(&write_html(&dom, change), None), XmlOptions::default());
+            prop_assert_eq!(&base, &changed, "{:?}", change);
+        }
+    }
+}
+
