@@ -628,9 +628,7 @@ impl Builder<'_> {
             }
             let descend = match self.class(n) {
                 TagClass::Heading(level) => {
-                    if !self.consumed.contains(&n)
-                        && !self.flat_text(n).is_empty()
-                    {
+                    if !self.consumed.contains(&n) && !self.flat_text(n).is_empty() {
                         return Some((n, level));
                     }
                     false

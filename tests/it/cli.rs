@@ -202,9 +202,20 @@ fn hierarchy_over_http_uses_the_header_charset() {
 #[test]
 fn readme_usage_matches_help() {
     let readme = std::fs::read_to_string(crate::util::root().join("README.md")).unwrap();
-    let usage = readme.split("## Usage").nth(1).expect("README has a Usage section");
-    let block = usage.split("```text\n").nth(1).and_then(|b| b.split("```").next()).expect("a text block");
+    let usage = readme
+        .split("## Usage")
+        .nth(1)
+        .expect("README has a Usage section");
+    let block = usage
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a text block");
     let out = semclip(&["--help"], None);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(block, String::from_utf8_lossy(&out.stdout), "README usage differs from --help");
+    assert_eq!(
+        block,
+        String::from_utf8_lossy(&out.stdout),
+        "README usage differs from --help"
+    );
 }

@@ -11,9 +11,47 @@ use crate::corpus::check_page;
 use crate::markup::{CHANGES, write_html};
 
 const TAGS: &[&str] = &[
-    "div", "p", "span", "b", "i", "a", "h1", "h2", "h3", "h6", "ul", "ol", "li", "dl", "dt", "dd", "table", "tr",
-    "td", "th", "thead", "tbody", "caption", "section", "article", "nav", "header", "pre", "blockquote",
-    "address", "img", "br", "script", "style", "font", "center", "form", "select", "option", "svg", "template",
+    "div",
+    "p",
+    "span",
+    "b",
+    "i",
+    "a",
+    "h1",
+    "h2",
+    "h3",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "thead",
+    "tbody",
+    "caption",
+    "section",
+    "article",
+    "nav",
+    "header",
+    "pre",
+    "blockquote",
+    "address",
+    "img",
+    "br",
+    "script",
+    "style",
+    "font",
+    "center",
+    "form",
+    "select",
+    "option",
+    "svg",
+    "template",
 ];
 
 fn text() -> impl Strategy<Value = String> {
@@ -48,12 +86,20 @@ fn attrs() -> impl Strategy<Value = String> {
 fn html() -> impl Strategy<Value = String> {
     let leaf = text().prop_map(|t| t.replace('<', "&lt;"));
     leaf.prop_recursive(5, 64, 6, |inner| {
-        (prop::sample::select(TAGS), attrs(), prop::collection::vec(inner, 0..6), any::<bool>()).prop_map(
-            |(tag, attrs, children, close)| {
-                let body = children.concat();
-                if close { format!("<{tag}{attrs}>{body}</{tag}>") } else { format!("<{tag}{attrs}>{body}") }
-            },
+        (
+            prop::sample::select(TAGS),
+            attrs(),
+            prop::collection::vec(inner, 0..6),
+            any::<bool>(),
         )
+            .prop_map(|(tag, attrs, children, close)| {
+                let body = children.concat();
+                if close {
+                    format!("<{tag}{attrs}>{body}</{tag}>")
+                } else {
+                    format!("<{tag}{attrs}>{body}")
+                }
+            })
     })
 }
 
@@ -77,4 +123,3 @@ proptest! {
         }
     }
 }
-
