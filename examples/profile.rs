@@ -1,12 +1,20 @@
-//! Builds the generated quote page repeatedly (for profilers).
+//! Runs one stage on the generated quote page, for instruction counting:
+//! `valgrind --tool=callgrind target/release/examples/profile generate|parse|hierarchy|xml`.
 #[path = "../benches/quote_page.rs"]
 mod quote_page;
+
 fn main() {
     let html = quote_page::quote_page(4, 330);
-    let dom = semclip::dom::Dom::parse(&html);
-    let mut n = 0;
-    for _ in 0..20 {
-        n += semclip::hierarchy::build(&dom, None).size();
+    match std::env::args().nth(1).as_deref() {
+        Some("generate") => println!("{}", html.len()),
+        Some("parse") => println!("{}", semclip::dom::Dom::parse(&html).len()),
+        Some("xml") => {
+            let h = semclip::hierarchy::Hierarchy::from_html(&html, None);
+            println!("{}", semclip::output::to_xml(&h, Default::default()).len());
+        }
+        _ => println!(
+            "{}",
+            semclip::hierarchy::Hierarchy::from_html(&html, None).size()
+        ),
     }
-    println!("{n}");
 }

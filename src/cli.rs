@@ -27,6 +27,34 @@ pub enum Command {
     Hierarchy(HierarchyArgs),
     /// Evaluate an XPath 1.0 expression over a page's hierarchy.
     Xpath(XpathArgs),
+    /// Print the semantic changes between two pages (exit 0 same, 1 different).
+    Diff(DiffArgs),
+}
+
+/// Arguments of `semclip diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The old page: a file, `-`, a URL, or a saved hierarchy document.
+    pub old: String,
+    /// The new page: a file, `-`, a URL, or a saved hierarchy document.
+    pub new: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Leave out what this XPath selects (in either page); repeatable.
+    #[arg(long, value_name = "XPATH")]
+    pub ignore: Vec<String>,
+}
+
+/// Output formats of `semclip diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// One line per change, in data terms.
+    Text,
+    /// `{"version": "1", "changes": [...]}`.
+    Json,
+    /// `<changes version="1">` with one `<change>` per change.
+    Xml,
 }
 
 /// Arguments of `semclip hierarchy`.

@@ -9,15 +9,21 @@
 //! - [`hierarchy`]: turn the tree into the semantic hierarchy (ALGORITHMS.md §1);
 //! - [`number`]: read numbers the way the page's locale writes them;
 //! - [`output`]: serialise a hierarchy as XML, JSON or an outline;
-//! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document.
+//! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
+//! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
+//! - [`document`]: read a saved hierarchy document back;
+//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite.
 
 pub mod cli;
 pub mod commands;
+pub mod diff;
+pub mod document;
 pub mod dom;
 pub mod hierarchy;
 pub mod number;
 pub mod output;
 pub mod source;
+pub mod store;
 pub mod xpath;
 
 /// The version of the hierarchy vocabulary written into every document's

@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Hierarchy(args) => commands::hierarchy::run(args, &mut out).await,
             Command::Xpath(args) => commands::xpath::run(args, &mut out).await,
+            Command::Diff(args) => commands::diff::run(args, &mut out).await,
         }
     });
     let _ = out.flush();

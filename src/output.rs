@@ -24,6 +24,8 @@ pub struct XmlOptions {
     pub declaration: bool,
     /// Indent nested elements by two spaces per level.
     pub indent: bool,
+    /// Write the page's `url` attribute (left out of canonical forms).
+    pub source_url: bool,
 }
 
 impl Default for XmlOptions {
@@ -31,6 +33,7 @@ impl Default for XmlOptions {
         XmlOptions {
             declaration: true,
             indent: true,
+            source_url: true,
         }
     }
 }
@@ -45,7 +48,7 @@ pub fn to_xml(h: &Hierarchy, opts: XmlOptions) -> String {
     if let Some(t) = &h.title {
         attr(&mut out, "label", t);
     }
-    if let Some(u) = &h.url {
+    if let Some(u) = h.url.as_ref().filter(|_| opts.source_url) {
         attr(&mut out, "url", u);
     }
     if let Some(l) = &h.lang {
@@ -256,6 +259,30 @@ fn outline_node(out: &mut String, n: &HNode, depth: usize) {
     for c in &n.children {
         outline_node(out, c, depth + 1);
     }
+}
+
+/// The canonical content hash of a hierarchy: BLAKE3 over its XML written
+/// without declaration, indentation or source URL, as 64 hex digits. Two
+/// pages with the same data have the same hash whatever their markup, so
+/// this decides whether anything changed at all before any diff is made
+/// (and serves as a clip's ETag).
+pub fn content_hash(h: &Hierarchy) -> String {
+    let xml = to_xml(
+        h,
+        XmlOptions {
+            declaration: false,
+            indent: false,
+            source_url: false,
+        },
+    );
+    blake3::hash(xml.as_bytes()).to_hex().to_string()
+}
+
+/// The canonical hash of one subtree (what a clip selects).
+pub fn node_hash(n: &HNode) -> String {
+    blake3::hash(node_to_xml(n, false).as_bytes())
+        .to_hex()
+        .to_string()
 }
 
 #[cfg(test)]

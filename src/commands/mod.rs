@@ -3,6 +3,7 @@
 //! One file per subcommand. Each returns [`Outcome`]; the binary maps it to
 //! the process exit code (see README, "Exit codes").
 
+pub mod diff;
 pub mod hierarchy;
 pub mod xpath;
 
@@ -25,10 +26,14 @@ pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
     let client = source::http_client(&opts)?;
     let raw = source::load(spec, &client, &opts).await?;
     let url = raw.url.as_ref().map(|u| u.to_string());
-    tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || -> anyhow::Result<Hierarchy> {
         let decoded = source::decode(&raw.bytes, raw.content_type.as_deref(), raw.url.as_ref());
-        Hierarchy::from_html(&decoded.text, url.as_deref())
+        // A saved hierarchy document is read back, not parsed as HTML.
+        if crate::document::looks_like_hierarchy(&decoded.text) {
+            return Ok(crate::document::read(&decoded.text)?);
+        }
+        Ok(Hierarchy::from_html(&decoded.text, url.as_deref()))
     })
     .await
-    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))
+    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?
 }

@@ -328,7 +328,7 @@ pub(crate) fn text_content(dom: &Dom, id: NodeId) -> String {
 #[derive(Debug)]
 enum Item {
     /// A run of text from type 2 context.
-    Text(String),
+    Text(String, Option<String>),
     /// A heading of rank 1..=6.
     Heading(u8, String),
     /// A built node; `structure` marks what lead-in text may label.
@@ -342,12 +342,18 @@ enum Item {
 struct Collector {
     items: Vec<Item>,
     inline: InlineText,
+    /// A link that makes up the whole run so far: its `href` and the run's
+    /// length when the link ended (more text after it means it does not).
+    link: Option<(String, usize)>,
 }
 
 impl Collector {
     fn flush(&mut self) {
+        let link = self.link.take();
+        let len = self.inline.len();
         if let Some(t) = self.inline.take() {
-            self.items.push(Item::Text(t));
+            let href = link.filter(|(_, end)| *end == len).map(|(h, _)| h);
+            self.items.push(Item::Text(t, href));
         }
     }
 
@@ -498,7 +504,21 @@ impl Builder<'_> {
                     c.flush();
                 }
             }
-            TagClass::Inline => self.collect(id, c),
+            TagClass::Inline => {
+                // A text that is nothing but one link keeps the link's
+                // target as data (`href`): a changed target is a change.
+                let href = self
+                    .dom
+                    .element(id)
+                    .filter(|e| &*e.name == "a" && c.inline.is_empty())
+                    .and_then(|e| e.attr("href"))
+                    .map(|h| h.trim().to_owned())
+                    .filter(|h| !h.is_empty());
+                self.collect(id, c);
+                if let Some(h) = href {
+                    c.link = Some((h, c.inline.len()));
+                }
+            }
             TagClass::Break => c.inline.push_space(),
             TagClass::Invisible => {}
             TagClass::Image => {
@@ -781,9 +801,13 @@ impl Builder<'_> {
                     stack.push((level, s));
                     lead_in = false;
                 }
-                Item::Text(t) => {
+                Item::Text(t, href) => {
                     lead_in = word_count(&t) <= LEAD_IN_MAX_WORDS;
-                    target(&mut stack, &mut out).push(leaf(Kind::Text, t, self.style));
+                    let mut n = leaf(Kind::Text, t, self.style);
+                    if let Some(h) = href {
+                        n.attrs.push(("href", h));
+                    }
+                    target(&mut stack, &mut out).push(n);
                 }
                 Item::Block(node, structure) => {
                     let tgt = target(&mut stack, &mut out);

@@ -58,6 +58,11 @@ impl InlineText {
         }
     }
 
+    /// Length in bytes of the text collected so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// True when nothing has been collected since the last [`take`](Self::take).
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()

@@ -10,8 +10,10 @@
 
 mod cli;
 mod corpus;
+mod diff;
 mod markup;
 mod props;
 mod source;
+mod store;
 mod tables;
 mod util;

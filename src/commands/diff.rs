@@ -1,0 +1,179 @@
+//! `semclip diff OLD NEW`: prints the semantic changes between two pages as
+//! text (for people), JSON or XML (for programs). Exit status as diff(1).
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::Context as _;
+
+use super::{Outcome, load_hierarchy};
+use crate::cli::{DiffArgs, DiffFormat};
+use crate::diff::{Change, ChangeKind, diff_ignoring};
+use crate::hierarchy::Hierarchy;
+use crate::output::{XmlOptions, to_xml};
+use crate::xpath::{HierarchyDoc, check_syntax};
+
+/// Runs the command, writing to `out`.
+pub async fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+    for expr in &args.ignore {
+        check_syntax(expr)?;
+    }
+    let (old, new) = tokio::try_join!(
+        async {
+            load_hierarchy(&args.old)
+                .await
+                .with_context(|| format!("cannot read {}", args.old))
+        },
+        async {
+            load_hierarchy(&args.new)
+                .await
+                .with_context(|| format!("cannot read {}", args.new))
+        },
+    )?;
+    let ignore = args.ignore.clone();
+    let format = args.format;
+    let (text, changed) = tokio::task::spawn_blocking(move || -> anyhow::Result<(String, bool)> {
+        let old_ignored = ignored_ids(&old, &ignore)?;
+        let new_ignored = ignored_ids(&new, &ignore)?;
+        let changes = diff_ignoring(&old, &new, &old_ignored, &new_ignored);
+        Ok((render(&changes, format)?, !changes.is_empty()))
+    })
+    .await??;
+    out.write_all(text.as_bytes())?;
+    Ok(if changed {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
+
+/// The `xpath` ids of the elements each ignore expression selects.
+pub fn ignored_ids(h: &Hierarchy, exprs: &[String]) -> anyhow::Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    if exprs.is_empty() {
+        return Ok(out);
+    }
+    let doc = HierarchyDoc::parse(&to_xml(h, XmlOptions::default()))?;
+    for e in exprs {
+        out.extend(doc.select_ids(e)?);
+    }
+    Ok(out)
+}
+
+/// Formats changes.
+pub fn render(changes: &[Change], format: DiffFormat) -> anyhow::Result<String> {
+    Ok(match format {
+        DiffFormat::Text => changes
+            .iter()
+            .map(|c| format!("{}\n", text_line(c)))
+            .collect(),
+        DiffFormat::Json => {
+            let v = serde_json::json!({ "version": "1", "changes": changes });
+            format!("{}\n", serde_json::to_string_pretty(&v)?)
+        }
+        DiffFormat::Xml => to_changes_xml(changes),
+    })
+}
+
+fn path(labels: &[String]) -> String {
+    labels
+        .iter()
+        .filter(|l| !l.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// One change in data terms: `update  Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
+pub fn text_line(c: &Change) -> String {
+    let ctx = path(&c.context);
+    let at = if ctx.is_empty() {
+        String::new()
+    } else {
+        format!("{ctx}: ")
+    };
+    let size = c
+        .size
+        .map(|n| format!(" ({n} value{})", if n == 1 { "" } else { "s" }))
+        .unwrap_or_default();
+    match c.kind {
+        ChangeKind::Update => {
+            let delta = c
+                .delta
+                .as_ref()
+                .map(|d| {
+                    if d.starts_with('-') {
+                        format!(" ({d})")
+                    } else {
+                        format!(" (+{d})")
+                    }
+                })
+                .unwrap_or_default();
+            format!(
+                "update  {at}{} -> {}{delta}",
+                c.old.as_deref().unwrap_or(""),
+                c.new.as_deref().unwrap_or("")
+            )
+        }
+        ChangeKind::Insert => format!("insert  {at}{}{size}", c.new.as_deref().unwrap_or("")),
+        ChangeKind::Delete => format!("delete  {at}{}{size}", c.old.as_deref().unwrap_or("")),
+        ChangeKind::Move => format!(
+            "move    {} -> {}: {}",
+            path(&c.context),
+            path(c.new_context.as_deref().unwrap_or_default()),
+            c.old.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The XML form: `<changes version="1">` with a `<change kind=...>` per change.
+pub fn to_changes_xml(changes: &[Change]) -> String {
+    let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(s, "<changes version=\"1\" count=\"{}\">", changes.len());
+    for c in changes {
+        let _ = write!(s, "  <change kind=\"{}\"", c.kind.name());
+        for (name, v) in [
+            ("old-xpath", &c.old_xpath),
+            ("new-xpath", &c.new_xpath),
+            ("old-num", &c.old_num),
+            ("new-num", &c.new_num),
+            ("delta", &c.delta),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(s, " {name}=\"{}\"", esc(v));
+            }
+        }
+        if let Some(n) = c.size {
+            let _ = write!(s, " size=\"{n}\"");
+        }
+        s.push_str(">\n    <context>");
+        for l in &c.context {
+            let _ = write!(s, "<label>{}</label>", esc(l));
+        }
+        s.push_str("</context>\n");
+        if let Some(nc) = &c.new_context {
+            s.push_str("    <new-context>");
+            for l in nc {
+                let _ = write!(s, "<label>{}</label>", esc(l));
+            }
+            s.push_str("</new-context>\n");
+        }
+        if let Some(o) = &c.old {
+            let _ = writeln!(s, "    <old>{}</old>", esc(o));
+        }
+        if let Some(n) = &c.new {
+            let _ = writeln!(s, "    <new>{}</new>", esc(n));
+        }
+        s.push_str("  </change>\n");
+    }
+    s.push_str("</changes>\n");
+    s
+}

@@ -1,0 +1,1107 @@
+//! The snapshot store: where the monitoring daemon keeps what it has seen.
+//!
+//! It takes, per *watch* (a caller-chosen id such as `"prices"`), the semantic
+//! hierarchy of each check as XML text, the caller's content hash of that text
+//! and the change events found against the previous version (JSON objects with
+//! a `"kind"` string). It gives back the current hierarchy, its hash (cheaply,
+//! for the "has anything changed?" test on every check), the history of
+//! snapshots and change events, and the state of every watch.
+//!
+//! The store is one SQLite file, used through `rusqlite` with SQLite bundled.
+//!
+//! # Guarantees
+//!
+//! - **Atomic writes.** [`Store::record`], [`Store::prune`] and
+//!   [`Store::remove_watch`] each run as one transaction (`BEGIN IMMEDIATE`):
+//!   a crash at any point leaves either the previous state or the new one.
+//! - **Durable writes.** The file is in WAL mode with `synchronous = FULL`: once
+//!   a write has returned `Ok`, it survives a crash of the process *and* a
+//!   power loss. With `NORMAL`, WAL mode stays atomic and survives a process
+//!   crash, but a power loss may roll back the last few commits; a daemon that
+//!   has already sent an alert for a change would then see and report it again.
+//!   The price of `FULL` is one fsync of the WAL per write, negligible at the
+//!   rate pages are checked.
+//! - **Concurrent use.** Any number of [`Store`]s, in one process or several,
+//!   may use the same file: WAL lets readers run beside the one writer, and a
+//!   busy timeout of [`BUSY_TIMEOUT`] makes a writer wait for another rather
+//!   than fail. A [`Store`] is `Send` but not `Sync`: one per thread.
+//! - **No panics on bad data.** A row that does not decode (a damaged blob, a
+//!   timestamp out of range, invalid JSON) is reported as
+//!   [`StoreError::Corrupt`] (or its siblings for change events and watches),
+//!   and a decompressed hierarchy is capped at [`MAX_XML_BYTES`].
+//!
+//! # Decisions
+//!
+//! - **Current snapshot.** A watch's current snapshot is the one recorded last
+//!   (the highest id), whatever its `taken_at`. A check whose hash equals the
+//!   current hash stores nothing new: it only sets the watch's `last_checked`.
+//! - **Compression.** Hierarchies are stored zlib-compressed (flate2, default
+//!   level) together with their uncompressed length. zlib rather than gzip: a
+//!   smaller header and an Adler-32 check that, with the stored length, catches
+//!   a damaged blob.
+//! - **Time.** Times are stored as integer Unix milliseconds (UTC), so they
+//!   come back truncated to the millisecond. Retention ages are measured from
+//!   the `at` or `now` the caller passes, never from the machine's clock.
+//! - **Retention** ([`Retention`]) is applied to a watch each time a new
+//!   snapshot of it is stored, and to every watch by [`Store::prune`] (a page
+//!   that never changes never triggers the first). A snapshot is pruned when it
+//!   is older than `keep_days` *or* not among the newest `keep_versions`; the
+//!   current snapshot is never pruned. Change events are history and may
+//!   outlive their snapshot: pruning a snapshot keeps its events, with
+//!   [`ChangeRecord::snapshot_id`] set to `None`; an event is pruned only when
+//!   it is older than `keep_days`, except the events of the current snapshot,
+//!   which are kept as long as it is current. Both bounds are at least 1, so
+//!   nothing is kept without bound. Freed pages are reused, the file does not
+//!   shrink.
+//! - **Schema.** Numbered migrations ([`SCHEMA_VERSION`] of them), each applied
+//!   in its own transaction together with the bump of `PRAGMA user_version`,
+//!   which holds the number applied. A `meta` table with
+//!   `application = 'semclip'` marks the file as ours. A store written by a
+//!   newer semclip is refused ([`StoreError::TooNew`]), one written by an older
+//!   one is migrated forward on open, and a file that is not a semclip store is
+//!   refused without being modified ([`StoreError::NotSqlite`],
+//!   [`StoreError::Foreign`]).
+//!
+//! Next to the database, SQLite keeps the files `<name>-wal` and `<name>-shm`
+//! while the store is in use; they belong to it, and copying the database
+//! alone while a store is open may lose the latest writes.
+
+use std::error::Error as StdError;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use flate2::Compression;
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+/// The schema version this build writes: the number of migrations it knows.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The largest hierarchy, in bytes of XML, that the store accepts and returns.
+/// Decompression stops there, so a damaged row cannot exhaust memory.
+pub const MAX_XML_BYTES: usize = 256 * 1024 * 1024;
+
+/// How long a write waits for another connection's write to finish before it
+/// fails with `SQLITE_BUSY`.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The value of the `application` key in the `meta` table of every store.
+const APPLICATION: &str = "semclip";
+
+/// The size, in bytes, to which the WAL file is cut back after a checkpoint,
+/// so that one large hierarchy does not leave a large file behind.
+const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+const MILLIS_PER_DAY: i64 = 86_400_000;
+
+/// The schema, as migrations numbered by position: `MIGRATIONS[0]` takes an
+/// empty file to version 1, and so on. Never edit a published migration; add
+/// one. The `meta` table and its `application` row must stay as they are in
+/// every version: they are how any build recognises a semclip store, and how
+/// an older build learns that it is too old.
+const MIGRATIONS: &[&str] = &[
+    // 1: the marker, watches and their snapshots.
+    "CREATE TABLE meta (
+        key   TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    ) STRICT;
+    INSERT INTO meta (key, value) VALUES ('application', 'semclip');
+
+    CREATE TABLE watch (
+        id           TEXT PRIMARY KEY NOT NULL,
+        created_at   INTEGER NOT NULL,
+        last_checked INTEGER NOT NULL
+    ) STRICT;
+
+    -- xml: the hierarchy, zlib-compressed; size: its length uncompressed.
+    CREATE TABLE snapshot (
+        id       INTEGER PRIMARY KEY AUTOINCREMENT,
+        watch    TEXT NOT NULL REFERENCES watch (id) ON DELETE CASCADE,
+        taken_at INTEGER NOT NULL,
+        hash     TEXT NOT NULL,
+        size     INTEGER NOT NULL,
+        xml      BLOB NOT NULL
+    ) STRICT;
+    -- Covers the current-hash check and the snapshot list: no blob is read.
+    CREATE INDEX snapshot_by_watch ON snapshot (watch, id, hash, taken_at);",
+    // 2: change events. They may outlive their snapshot (ON DELETE SET NULL).
+    "CREATE TABLE change_event (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        watch       TEXT NOT NULL REFERENCES watch (id) ON DELETE CASCADE,
+        snapshot_id INTEGER REFERENCES snapshot (id) ON DELETE SET NULL,
+        at          INTEGER NOT NULL,
+        kind        TEXT NOT NULL,
+        body        TEXT NOT NULL
+    ) STRICT;
+    CREATE INDEX change_event_by_watch ON change_event (watch, id);
+    CREATE INDEX change_event_by_kind ON change_event (watch, kind, id);
+    CREATE INDEX change_event_by_snapshot ON change_event (snapshot_id);",
+];
+
+// Each migration raises the version by one.
+const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
+
+/// The cause of a damaged row, as found while decoding it.
+pub type CorruptionCause = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Everything that can go wrong in the snapshot store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite could not open or set up the file.
+    #[error("cannot open snapshot store `{}`", path.display())]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file exists but is not an SQLite database.
+    #[error("`{}` is not a semclip snapshot store (not an SQLite database)", path.display())]
+    NotSqlite {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is an SQLite database of some other application.
+    #[error("`{}` is an SQLite database but not a semclip snapshot store", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The store was written by a newer semclip, with a schema this build does
+    /// not know.
+    #[error(
+        "`{}` was written by a newer semclip (schema {found}, this build knows {supported}); \
+         upgrade semclip",
+        path.display()
+    )]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version found in the file.
+        found: u32,
+        /// The newest schema version this build knows ([`SCHEMA_VERSION`]).
+        supported: u32,
+    },
+    /// Migrating an older store forward failed; the store is left at `from`.
+    #[error("cannot migrate snapshot store `{}` from schema {from} to {to}", path.display())]
+    Migrate {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version the file is at.
+        from: u32,
+        /// The version the failed migration leads to.
+        to: u32,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file could not be put in WAL mode (on a network file system, say).
+    #[error("cannot put snapshot store `{}` in WAL mode (it stays in {mode} mode)", path.display())]
+    NoWal {
+        /// The database file.
+        path: PathBuf,
+        /// The journal mode SQLite kept.
+        mode: String,
+    },
+    /// A query or write about one watch failed.
+    #[error("cannot {action} watch `{watch}`")]
+    Watch {
+        /// The watch.
+        watch: String,
+        /// What was being done, as a verb phrase ("record a check of").
+        action: &'static str,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A query or write about the whole store failed.
+    #[error("cannot {action} in snapshot store `{}`", path.display())]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What was being done, as a verb phrase ("list watches").
+        action: String,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A stored snapshot does not decode: damaged compressed data, a wrong
+    /// length, invalid UTF-8 or a timestamp out of range.
+    #[error("snapshot {snapshot_id} of watch `{watch}` is corrupt")]
+    Corrupt {
+        /// The watch.
+        watch: String,
+        /// The snapshot.
+        snapshot_id: i64,
+        /// What is wrong with it.
+        #[source]
+        source: CorruptionCause,
+    },
+    /// A stored change event does not decode (invalid JSON, a timestamp out of
+    /// range).
+    #[error("change event {change_id} of watch `{watch}` is corrupt")]
+    CorruptChange {
+        /// The watch.
+        watch: String,
+        /// The change event.
+        change_id: i64,
+        /// What is wrong with it.
+        #[source]
+        source: CorruptionCause,
+    },
+    /// A watch's own row does not decode (a timestamp out of range).
+    #[error("the state of watch `{watch}` is corrupt")]
+    CorruptWatch {
+        /// The watch.
+        watch: String,
+        /// What is wrong with it.
+        #[source]
+        source: CorruptionCause,
+    },
+    /// A retention policy would keep nothing or keep everything.
+    #[error(
+        "retention must keep at least 1 version and 1 day \
+         (got {keep_versions} versions, {keep_days} days)"
+    )]
+    InvalidRetention {
+        /// The `keep_versions` given.
+        keep_versions: u32,
+        /// The `keep_days` given.
+        keep_days: u32,
+    },
+    /// A change event given to [`Store::record`] is not a JSON object with a
+    /// `"kind"` string.
+    #[error("change event {index} for watch `{watch}` is not a JSON object with a \"kind\" string")]
+    InvalidChange {
+        /// The watch.
+        watch: String,
+        /// The event's position in the slice given.
+        index: usize,
+    },
+    /// A hierarchy given to [`Store::record`] is larger than [`MAX_XML_BYTES`].
+    #[error("hierarchy of watch `{watch}` is {size} bytes, more than the store's limit of {limit}")]
+    TooLarge {
+        /// The watch.
+        watch: String,
+        /// The hierarchy's size in bytes.
+        size: usize,
+        /// [`MAX_XML_BYTES`].
+        limit: usize,
+    },
+    /// Compressing a hierarchy failed.
+    #[error("cannot compress the hierarchy of watch `{watch}`")]
+    Compress {
+        /// The watch.
+        watch: String,
+        /// The compressor's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A time given to the store is too far from 1970 to be stored as `i64`
+    /// milliseconds (about 292 million years either way).
+    #[error("time {time:?} is out of the snapshot store's range")]
+    TimeOutOfRange {
+        /// The time.
+        time: SystemTime,
+    },
+}
+
+/// How much history to keep per watch. Both bounds apply: a snapshot is pruned
+/// when it is older than `keep_days` *or* beyond the newest `keep_versions`.
+/// The current snapshot is never pruned. Both must be at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Retention {
+    /// How many snapshots to keep, counting the current one.
+    pub keep_versions: u32,
+    /// How many days of snapshots and change events to keep.
+    pub keep_days: u32,
+}
+
+impl Retention {
+    /// A policy, checked: both bounds must be at least 1.
+    pub fn new(keep_versions: u32, keep_days: u32) -> Result<Retention, StoreError> {
+        let retention = Retention {
+            keep_versions,
+            keep_days,
+        };
+        retention.validate()?;
+        Ok(retention)
+    }
+
+    /// Checks that both bounds are at least 1 (the store checks before using a
+    /// policy, as the fields are public).
+    pub fn validate(&self) -> Result<(), StoreError> {
+        if self.keep_versions == 0 || self.keep_days == 0 {
+            return Err(StoreError::InvalidRetention {
+                keep_versions: self.keep_versions,
+                keep_days: self.keep_days,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Default for Retention {
+    /// 100 versions, 90 days.
+    fn default() -> Self {
+        Retention {
+            keep_versions: 100,
+            keep_days: 90,
+        }
+    }
+}
+
+/// One stored version of a watch's hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The snapshot's id, unique in the store and never reused.
+    pub id: i64,
+    /// The watch it belongs to.
+    pub watch: String,
+    /// The caller's content hash of `xml`.
+    pub hash: String,
+    /// The hierarchy, exactly as recorded.
+    pub xml: String,
+    /// When it was taken (the `at` of [`Store::record`]), to the millisecond.
+    pub taken_at: SystemTime,
+}
+
+/// One stored change event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeRecord {
+    /// The event's id, unique in the store, never reused, increasing in the
+    /// order events were recorded.
+    pub id: i64,
+    /// The watch it belongs to.
+    pub watch: String,
+    /// The snapshot the change led to, or `None` once retention has pruned
+    /// that snapshot.
+    pub snapshot_id: Option<i64>,
+    /// When it was recorded (the `at` of [`Store::record`]), to the
+    /// millisecond.
+    pub at: SystemTime,
+    /// The event's `"kind"`.
+    pub kind: String,
+    /// The whole event, as given.
+    pub change: serde_json::Value,
+}
+
+/// What [`Store::record`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// The hash equals the current one: only the check time was recorded.
+    Unchanged,
+    /// A new snapshot was stored and made current.
+    Stored {
+        /// The new snapshot's id.
+        snapshot_id: i64,
+        /// How many change events were stored with it.
+        events: usize,
+    },
+}
+
+/// One watch as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchState {
+    /// The watch's id.
+    pub id: String,
+    /// The current snapshot's id.
+    pub snapshot_id: i64,
+    /// The current snapshot's hash.
+    pub hash: String,
+    /// The `at` of the first check recorded.
+    pub created_at: SystemTime,
+    /// The `at` of the latest check, changed or not.
+    pub last_checked: SystemTime,
+    /// When the current snapshot was taken.
+    pub last_changed: SystemTime,
+    /// How many snapshots are stored, the current one included.
+    pub snapshots: usize,
+}
+
+/// What [`Store::prune`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Snapshots removed.
+    pub snapshots: usize,
+    /// Change events removed.
+    pub changes: usize,
+}
+
+/// A snapshot store: one connection to one SQLite file.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What a file holds, as far as opening it is concerned.
+enum Found {
+    /// A semclip store at this schema version (0: an empty database).
+    Version(u32),
+    /// A newer semclip's store.
+    TooNew(u32),
+    /// Some other application's database.
+    Foreign,
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it if the file is missing or empty,
+    /// and migrating it forward if an older semclip wrote it.
+    ///
+    /// A file that is not a semclip store (not SQLite, or another
+    /// application's database) is refused and left untouched; so is a store
+    /// written by a newer semclip ([`StoreError::TooNew`]). The parent
+    /// directory must exist.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        // No SQLITE_OPEN_URI: the path is a path, even if it starts "file:".
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        Store::set_up(conn, path.to_owned(), true)
+    }
+
+    /// Opens a new, empty store in memory (for tests and dry runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        Store::set_up(conn, path, false)
+    }
+
+    /// The database file (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn set_up(conn: Connection, path: PathBuf, on_disk: bool) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // Look before writing anything: a file that is not ours stays as it was.
+        let version = match classify(&conn).map_err(|source| read_error(&path, source))? {
+            Found::Foreign => return Err(StoreError::Foreign { path }),
+            Found::TooNew(found) => {
+                return Err(StoreError::TooNew {
+                    path,
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Found::Version(version) => version,
+        };
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(open_err)?;
+
+        if on_disk {
+            let mode: String = conn
+                .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+                .map_err(open_err)?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::NoWal { path, mode });
+            }
+            conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)
+                .map_err(open_err)?;
+        }
+
+        let mut store = Store { conn, path };
+        // An up-to-date store is opened without taking the write lock.
+        if version < SCHEMA_VERSION {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// Applies the missing migrations, each in its own write transaction that
+    /// looks at the file again, so two processes opening an old store at once
+    /// each apply a migration at most once.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        loop {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|source| read_error(&self.path, source))?;
+            let from = match classify(&tx).map_err(|source| read_error(&self.path, source))? {
+                Found::Foreign => {
+                    return Err(StoreError::Foreign {
+                        path: self.path.clone(),
+                    });
+                }
+                Found::TooNew(found) => {
+                    return Err(StoreError::TooNew {
+                        path: self.path.clone(),
+                        found,
+                        supported: SCHEMA_VERSION,
+                    });
+                }
+                Found::Version(version) => version,
+            };
+            let Some(script) = usize::try_from(from).ok().and_then(|i| MIGRATIONS.get(i)) else {
+                // Up to date; nothing was written, ending the transaction is all.
+                return tx.commit().map_err(|source| read_error(&self.path, source));
+            };
+            let to = from + 1;
+            let migrate_err = |source| StoreError::Migrate {
+                path: self.path.clone(),
+                from,
+                to,
+                source,
+            };
+            tx.execute_batch(script).map_err(migrate_err)?;
+            tx.pragma_update(None, "user_version", to)
+                .map_err(migrate_err)?;
+            tx.commit().map_err(migrate_err)?;
+        }
+    }
+
+    /// The current snapshot's hash, or `None` for an unknown watch. Reads an
+    /// index only: cheap enough to call on every check.
+    pub fn current_hash(&self, watch: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")
+            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
+            .map_err(|source| watch_error(watch, "read the current hash of", source))
+    }
+
+    /// The current snapshot, decompressed, or `None` for an unknown watch.
+    pub fn current(&self, watch: &str) -> Result<Option<Snapshot>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT id, watch, hash, taken_at, size, xml FROM snapshot
+                 WHERE watch = ?1 ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| stmt.query_row([watch], SnapshotRow::from_row).optional())
+            .map_err(|source| watch_error(watch, "read the current snapshot of", source))?;
+        row.map(SnapshotRow::decode).transpose()
+    }
+
+    /// The snapshot with this id, of any watch, decompressed; `None` if there
+    /// is none (never stored, pruned, or its watch removed).
+    pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(
+                "SELECT id, watch, hash, taken_at, size, xml FROM snapshot WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([id], SnapshotRow::from_row).optional())
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: format!("read snapshot {id}"),
+                source,
+            })?;
+        row.map(SnapshotRow::decode).transpose()
+    }
+
+    /// Records one check of `watch`, in one transaction.
+    ///
+    /// If `hash` equals the current hash, only the watch's `last_checked` is
+    /// set to `at` and [`Recorded::Unchanged`] is returned (`xml` and `changes`
+    /// are not stored). Otherwise `xml` is compressed and stored as the new
+    /// current snapshot, taken at `at`, with `changes` (each a JSON object with
+    /// a `"kind"` string) as its change events, and `retention` is applied to
+    /// the watch, measuring ages from `at`. An unknown watch is created.
+    ///
+    /// `hash` is the caller's (the store compares it, byte for byte, and never
+    /// checks it against `xml`). `changes`, `retention`, the size of `xml`
+    /// (at most [`MAX_XML_BYTES`]) and `at` are checked before anything is
+    /// written.
+    pub fn record(
+        &mut self,
+        watch: &str,
+        hash: &str,
+        xml: &str,
+        at: SystemTime,
+        changes: &[serde_json::Value],
+        retention: &Retention,
+    ) -> Result<Recorded, StoreError> {
+        retention.validate()?;
+        if xml.len() > MAX_XML_BYTES {
+            return Err(StoreError::TooLarge {
+                watch: watch.to_owned(),
+                size: xml.len(),
+                limit: MAX_XML_BYTES,
+            });
+        }
+        let at_ms = to_millis(at)?;
+        let events = changes
+            .iter()
+            .enumerate()
+            .map(|(index, change)| {
+                let invalid = || StoreError::InvalidChange {
+                    watch: watch.to_owned(),
+                    index,
+                };
+                let kind = change
+                    .as_object()
+                    .and_then(|object| object.get("kind"))
+                    .and_then(serde_json::Value::as_str)
+                    .ok_or_else(invalid)?;
+                let body = serde_json::to_string(change).map_err(|_| invalid())?;
+                Ok((kind, body))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+
+        let err = |source| StoreError::Watch {
+            watch: watch.to_owned(),
+            action: "record a check of",
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let current: Option<String> = tx
+            .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")
+            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
+            .map_err(err)?;
+        tx.prepare_cached(
+            "INSERT INTO watch (id, created_at, last_checked) VALUES (?1, ?2, ?2)
+             ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked",
+        )
+        .and_then(|mut stmt| stmt.execute(params![watch, at_ms]))
+        .map_err(err)?;
+        if current.as_deref() == Some(hash) {
+            tx.commit().map_err(err)?;
+            return Ok(Recorded::Unchanged);
+        }
+
+        let compressed = compress(xml).map_err(|source| StoreError::Compress {
+            watch: watch.to_owned(),
+            source,
+        })?;
+        let size = i64::try_from(xml.len()).unwrap_or(i64::MAX);
+        let snapshot_id = tx
+            .prepare_cached(
+                "INSERT INTO snapshot (watch, taken_at, hash, size, xml)
+                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![watch, at_ms, hash, size, compressed], |row| {
+                    row.get::<_, i64>(0)
+                })
+            })
+            .map_err(err)?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(err)?;
+            for (kind, body) in &events {
+                insert
+                    .execute(params![watch, snapshot_id, at_ms, kind, body])
+                    .map_err(err)?;
+            }
+        }
+        apply_retention(&tx, watch, retention, at_ms).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(Recorded::Stored {
+            snapshot_id,
+            events: events.len(),
+        })
+    }
+
+    /// Applies `retention` to every watch, measuring ages from `now`, in one
+    /// transaction. [`Store::record`] prunes the watch it stores a snapshot
+    /// for; call this now and then so that watches whose page never changes
+    /// are pruned too.
+    pub fn prune(&mut self, retention: &Retention, now: SystemTime) -> Result<Pruned, StoreError> {
+        retention.validate()?;
+        let now_ms = to_millis(now)?;
+        let path = &self.path;
+        let err = |source| StoreError::Database {
+            path: path.clone(),
+            action: "prune the store".to_owned(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let watches = tx
+            .prepare("SELECT id FROM watch ORDER BY id")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| row.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(err)?;
+        let mut total = Pruned::default();
+        for watch in &watches {
+            let pruned = apply_retention(&tx, watch, retention, now_ms).map_err(err)?;
+            total.snapshots += pruned.snapshots;
+            total.changes += pruned.changes;
+        }
+        tx.commit().map_err(err)?;
+        Ok(total)
+    }
+
+    /// Up to `limit` change events of `watch`, newest first, starting after
+    /// (older than) the event `before_id`, or with the newest if `None`. To
+    /// page, pass the last id of one page as `before_id` of the next: pages
+    /// stay stable while new events are recorded.
+    pub fn changes(
+        &self,
+        watch: &str,
+        before_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<ChangeRecord>, StoreError> {
+        let before = before_id.unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT id, watch, snapshot_id, at, kind, body FROM change_event
+                 WHERE watch = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![watch, before, limit], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<i64>>(2)?,
+                        row.get::<_, i64>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, String>(5)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| watch_error(watch, "list the changes of", source))?;
+        rows.into_iter()
+            .map(|(id, watch, snapshot_id, at, kind, body)| {
+                let corrupt = |source: CorruptionCause| StoreError::CorruptChange {
+                    watch: watch.clone(),
+                    change_id: id,
+                    source,
+                };
+                let at = from_millis(at).map_err(corrupt)?;
+                let change = serde_json::from_str(&body).map_err(|e| corrupt(Box::new(e)))?;
+                Ok(ChangeRecord {
+                    id,
+                    watch,
+                    snapshot_id,
+                    at,
+                    kind,
+                    change,
+                })
+            })
+            .collect()
+    }
+
+    /// The stored snapshots of `watch` as (id, hash, taken_at), newest
+    /// (current) first; empty for an unknown watch. Decompresses nothing.
+    pub fn snapshots(&self, watch: &str) -> Result<Vec<(i64, String, SystemTime)>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT id, hash, taken_at FROM snapshot WHERE watch = ?1 ORDER BY id DESC",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([watch], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| watch_error(watch, "list the snapshots of", source))?;
+        rows.into_iter()
+            .map(|(id, hash, taken_at)| {
+                let taken_at = from_millis(taken_at).map_err(|source| StoreError::Corrupt {
+                    watch: watch.to_owned(),
+                    snapshot_id: id,
+                    source,
+                })?;
+                Ok((id, hash, taken_at))
+            })
+            .collect()
+    }
+
+    /// Every watch, ordered by id.
+    pub fn watches(&self) -> Result<Vec<WatchState>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT w.id, w.created_at, w.last_checked, s.id, s.hash, s.taken_at,
+                        (SELECT count(*) FROM snapshot AS c WHERE c.watch = w.id)
+                 FROM watch AS w
+                 JOIN snapshot AS s
+                   ON s.id = (SELECT max(id) FROM snapshot WHERE watch = w.id)
+                 ORDER BY w.id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        [row.get::<_, i64>(1)?, row.get::<_, i64>(2)?],
+                        row.get::<_, i64>(3)?,
+                        row.get::<_, String>(4)?,
+                        row.get::<_, i64>(5)?,
+                        row.get::<_, i64>(6)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: "list watches".to_owned(),
+                source,
+            })?;
+        rows.into_iter()
+            .map(
+                |(id, [created, checked], snapshot_id, hash, changed, count)| {
+                    let watch_time = |millis| {
+                        from_millis(millis).map_err(|source| StoreError::CorruptWatch {
+                            watch: id.clone(),
+                            source,
+                        })
+                    };
+                    let created_at = watch_time(created)?;
+                    let last_checked = watch_time(checked)?;
+                    let last_changed =
+                        from_millis(changed).map_err(|source| StoreError::Corrupt {
+                            watch: id.clone(),
+                            snapshot_id,
+                            source,
+                        })?;
+                    Ok(WatchState {
+                        id,
+                        snapshot_id,
+                        hash,
+                        created_at,
+                        last_checked,
+                        last_changed,
+                        snapshots: usize::try_from(count).unwrap_or(0),
+                    })
+                },
+            )
+            .collect()
+    }
+
+    /// Removes `watch` with all its snapshots and change events, in one
+    /// transaction. Returns whether there was such a watch.
+    pub fn remove_watch(&mut self, watch: &str) -> Result<bool, StoreError> {
+        let err = |source| StoreError::Watch {
+            watch: watch.to_owned(),
+            action: "remove",
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        // Foreign keys cascade to snapshots and change events.
+        let removed = tx
+            .execute("DELETE FROM watch WHERE id = ?1", [watch])
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(removed > 0)
+    }
+}
+
+fn watch_error(watch: &str, action: &'static str, source: rusqlite::Error) -> StoreError {
+    StoreError::Watch {
+        watch: watch.to_owned(),
+        action,
+        source,
+    }
+}
+
+/// Reads the schema version and the marker. Fails with SQLite's
+/// `SQLITE_NOTADB` on a file that is not a database.
+fn classify(conn: &Connection) -> rusqlite::Result<Found> {
+    // PRAGMA user_version is a signed 32-bit field; semclip writes small
+    // positive numbers, anything else reads as a version too new to know.
+    let version = conn
+        .pragma_query_value(None, "user_version", |row| row.get::<_, i32>(0))?
+        .cast_unsigned();
+    let objects: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+    if objects == 0 {
+        return Ok(if version == 0 {
+            Found::Version(0)
+        } else {
+            Found::Foreign
+        });
+    }
+    // Checked through table_info first, so a foreign `meta` table of another
+    // shape reads as "not ours" rather than as an SQL error.
+    let marked: bool = conn.query_row(
+        "SELECT (SELECT count(*) FROM pragma_table_info('meta')
+                 WHERE name IN ('key', 'value')) = 2",
+        [],
+        |row| row.get(0),
+    )?;
+    let marked = marked
+        && conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM meta WHERE key = 'application' AND value = ?1)",
+            [APPLICATION],
+            |row| row.get(0),
+        )?;
+    Ok(if !marked {
+        Found::Foreign
+    } else if version > SCHEMA_VERSION {
+        Found::TooNew(version)
+    } else {
+        Found::Version(version)
+    })
+}
+
+/// Maps an error met while first reading a file: "not a database" gets its own
+/// variant.
+fn read_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    if source.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
+        StoreError::NotSqlite {
+            path: path.to_owned(),
+            source,
+        }
+    } else {
+        StoreError::Open {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// Prunes one watch: snapshots first (their events lose their `snapshot_id`),
+/// then events older than the cutoff that do not belong to the current
+/// snapshot.
+fn apply_retention(
+    conn: &Connection,
+    watch: &str,
+    retention: &Retention,
+    now_ms: i64,
+) -> rusqlite::Result<Pruned> {
+    let cutoff = now_ms.saturating_sub(i64::from(retention.keep_days) * MILLIS_PER_DAY);
+    let current: Option<i64> = conn
+        .prepare_cached("SELECT max(id) FROM snapshot WHERE watch = ?1")?
+        .query_row([watch], |row| row.get(0))?;
+    let snapshots = conn
+        .prepare_cached(
+            "DELETE FROM snapshot
+             WHERE watch = ?1 AND id IS NOT ?2
+               AND (taken_at < ?3
+                    OR id NOT IN (SELECT id FROM snapshot WHERE watch = ?1
+                                  ORDER BY id DESC LIMIT ?4))",
+        )?
+        .execute(params![watch, current, cutoff, retention.keep_versions])?;
+    let changes = conn
+        .prepare_cached(
+            "DELETE FROM change_event
+             WHERE watch = ?1 AND at < ?2 AND snapshot_id IS NOT ?3",
+        )?
+        .execute(params![watch, cutoff, current])?;
+    Ok(Pruned { snapshots, changes })
+}
+
+/// A snapshot row as read, before decompression.
+struct SnapshotRow {
+    id: i64,
+    watch: String,
+    hash: String,
+    taken_at: i64,
+    size: i64,
+    xml: Vec<u8>,
+}
+
+impl SnapshotRow {
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRow> {
+        Ok(SnapshotRow {
+            id: row.get(0)?,
+            watch: row.get(1)?,
+            hash: row.get(2)?,
+            taken_at: row.get(3)?,
+            size: row.get(4)?,
+            xml: row.get(5)?,
+        })
+    }
+
+    fn decode(self) -> Result<Snapshot, StoreError> {
+        let decoded = from_millis(self.taken_at)
+            .and_then(|taken_at| Ok((taken_at, decompress(&self.xml, self.size)?)));
+        match decoded {
+            Ok((taken_at, xml)) => Ok(Snapshot {
+                id: self.id,
+                watch: self.watch,
+                hash: self.hash,
+                xml,
+                taken_at,
+            }),
+            Err(source) => Err(StoreError::Corrupt {
+                watch: self.watch,
+                snapshot_id: self.id,
+                source,
+            }),
+        }
+    }
+}
+
+/// zlib at the default level (see the module doc).
+fn compress(xml: &str) -> std::io::Result<Vec<u8>> {
+    let mut encoder = ZlibEncoder::new(Vec::with_capacity(xml.len() / 4), Compression::default());
+    encoder.write_all(xml.as_bytes())?;
+    encoder.finish()
+}
+
+/// Inflates a stored hierarchy, reading at most its recorded size (itself at
+/// most [`MAX_XML_BYTES`]) plus one byte, and checks that the size matches.
+fn decompress(blob: &[u8], size: i64) -> Result<String, CorruptionCause> {
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&size| size <= MAX_XML_BYTES)
+        .ok_or_else(|| format!("recorded size {size} is out of range"))?;
+    let limit = u64::try_from(size).unwrap_or(u64::MAX).saturating_add(1);
+    // Allocate for what the blob can plausibly hold, not for what a damaged
+    // size field claims.
+    let mut xml = Vec::with_capacity(size.min(blob.len().saturating_mul(16)));
+    ZlibDecoder::new(blob).take(limit).read_to_end(&mut xml)?;
+    if xml.len() != size {
+        return Err(format!(
+            "decompresses to {}{} bytes, {size} recorded",
+            if xml.len() > size { "more than " } else { "" },
+            xml.len().min(size)
+        )
+        .into());
+    }
+    Ok(String::from_utf8(xml)?)
+}
+
+/// Unix milliseconds, truncated towards 1970.
+fn to_millis(time: SystemTime) -> Result<i64, StoreError> {
+    let millis = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()),
+        Err(before) => i64::try_from(before.duration().as_millis()).map(|millis| -millis),
+    };
+    millis.map_err(|_| StoreError::TimeOutOfRange { time })
+}
+
+fn from_millis(millis: i64) -> Result<SystemTime, CorruptionCause> {
+    let offset = Duration::from_millis(millis.unsigned_abs());
+    let time = if millis >= 0 {
+        UNIX_EPOCH.checked_add(offset)
+    } else {
+        UNIX_EPOCH.checked_sub(offset)
+    };
+    time.ok_or_else(|| format!("time {millis} ms from 1970 is out of this system's range").into())
+}

@@ -1,0 +1,1198 @@
+//! The snapshot store against real SQLite files in temporary directories: it
+//! takes hierarchies, hashes and change events through `semclip::store` and
+//! checks what comes back, what retention leaves, how foreign, older and newer
+//! files are met, that two handles share a file, and that a writer killed with
+//! SIGKILL at random moments leaves a whole, consistent database.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+use semclip::store::{
+    ChangeRecord, MAX_XML_BYTES, Pruned, Recorded, Retention, SCHEMA_VERSION, Store, StoreError,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// Text that takes more than one byte per character in UTF-8.
+const MULTIBYTE: &str = "Prix : 12,50 € — naïve café, 日本語のテキスト, Ελληνικά, 🦀🦀";
+
+fn temp_db() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    (dir, path)
+}
+
+/// A fixed, whole-millisecond instant, so tests never depend on the clock.
+fn t0() -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(1_750_000_000_000)
+}
+
+/// The content hash the tests record. `DefaultHasher::new()` has fixed keys,
+/// so the crash writer (another process of this binary) hashes the same way.
+fn hash_of(xml: &str) -> String {
+    let mut hasher = DefaultHasher::new();
+    xml.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+fn page(n: u64) -> String {
+    format!("<page v=\"{n}\"><p>{MULTIBYTE}</p></page>")
+}
+
+fn event(kind: &str, n: u64) -> Value {
+    json!({ "kind": kind, "n": n, "path": "/page/p[1]" })
+}
+
+fn keep(keep_versions: u32, keep_days: u32) -> Retention {
+    Retention {
+        keep_versions,
+        keep_days,
+    }
+}
+
+/// Records `page(n)` as a change with `events` events, and checks it stored.
+fn record_page(store: &mut Store, watch: &str, n: u64, at: SystemTime, events: u64) -> i64 {
+    record_page_with(store, watch, n, at, events, &Retention::default())
+}
+
+fn record_page_with(
+    store: &mut Store,
+    watch: &str,
+    n: u64,
+    at: SystemTime,
+    events: u64,
+    retention: &Retention,
+) -> i64 {
+    let xml = page(n);
+    let changes: Vec<Value> = (0..events).map(|i| event("text", i)).collect();
+    match store
+        .record(watch, &hash_of(&xml), &xml, at, &changes, retention)
+        .unwrap()
+    {
+        Recorded::Stored {
+            snapshot_id,
+            events: stored,
+        } => {
+            assert_eq!(stored, changes.len());
+            snapshot_id
+        }
+        Recorded::Unchanged => panic!("page {n} of {watch} was taken as unchanged"),
+    }
+}
+
+/// Every change event of a watch, newest first, fetched in pages of `page`.
+fn all_changes(store: &Store, watch: &str, page: usize) -> Vec<ChangeRecord> {
+    changes_before(store, watch, None, page)
+}
+
+/// The change events of a watch older than `before`, newest first, fetched in
+/// pages of `page`.
+fn changes_before(
+    store: &Store,
+    watch: &str,
+    mut before: Option<i64>,
+    page: usize,
+) -> Vec<ChangeRecord> {
+    let mut all = Vec::new();
+    loop {
+        let batch = store.changes(watch, before, page).unwrap();
+        assert!(batch.len() <= page);
+        let Some(last) = batch.last() else { break };
+        before = Some(last.id);
+        all.extend(batch);
+    }
+    all
+}
+
+fn raw(path: &Path) -> Connection {
+    Connection::open(path).unwrap()
+}
+
+fn user_version(path: &Path) -> i64 {
+    raw(path)
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap()
+}
+
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+// ---------------------------------------------------------------- open
+
+#[test]
+fn open_creates_a_wal_store_and_reopening_keeps_its_data() {
+    let (_dir, path) = temp_db();
+    let at = t0();
+    let id = {
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.path(), path);
+        record_page(&mut store, "w", 1, at, 2)
+    };
+    assert!(path.is_file());
+
+    let mode: String = raw(&path)
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    assert_eq!(user_version(&path), i64::from(SCHEMA_VERSION));
+
+    let store = Store::open(&path).unwrap();
+    let current = store.current("w").unwrap().unwrap();
+    assert_eq!(current.id, id);
+    assert_eq!(current.watch, "w");
+    assert_eq!(current.xml, page(1));
+    assert_eq!(current.hash, hash_of(&page(1)));
+    assert_eq!(current.taken_at, at);
+    assert_eq!(store.changes("w", None, 10).unwrap().len(), 2);
+}
+
+#[test]
+fn an_empty_file_becomes_a_store() {
+    let (_dir, path) = temp_db();
+    std::fs::File::create(&path).unwrap();
+    let mut store = Store::open(&path).unwrap();
+    record_page(&mut store, "w", 1, t0(), 0);
+    assert_eq!(store.current_hash("w").unwrap(), Some(hash_of(&page(1))));
+}
+
+#[test]
+fn a_missing_directory_is_an_open_error() {
+    let (dir, _) = temp_db();
+    let path = dir.path().join("no-such-dir").join("store.db");
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains("no-such-dir"), "{err}");
+}
+
+#[test]
+fn an_in_memory_store_works() {
+    let mut store = Store::open_in_memory().unwrap();
+    assert_eq!(store.current("w").unwrap(), None);
+    record_page(&mut store, "w", 1, t0(), 1);
+    assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
+}
+
+#[test]
+fn a_store_can_move_to_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Store>();
+    assert_send::<StoreError>();
+}
+
+// ---------------------------------------------------------------- record
+
+#[test]
+fn the_same_hash_is_unchanged_and_only_updates_last_checked() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let first = record_page(&mut store, "w", 1, t0(), 1);
+
+    let later = t0() + Duration::from_secs(600);
+    let xml = page(1);
+    let again = store
+        .record(
+            "w",
+            &hash_of(&xml),
+            &xml,
+            later,
+            &[event("ignored", 0)],
+            &Retention::default(),
+        )
+        .unwrap();
+    assert_eq!(again, Recorded::Unchanged);
+
+    assert_eq!(store.snapshots("w").unwrap().len(), 1);
+    assert_eq!(store.changes("w", None, 10).unwrap().len(), 1);
+    let state = &store.watches().unwrap()[0];
+    assert_eq!(state.snapshot_id, first);
+    assert_eq!(state.created_at, t0());
+    assert_eq!(state.last_checked, later);
+    assert_eq!(state.last_changed, t0());
+    assert_eq!(state.snapshots, 1);
+}
+
+#[test]
+fn a_new_hash_stores_a_snapshot_with_its_events() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let first = record_page(&mut store, "w", 1, t0(), 0);
+
+    let at = t0() + Duration::from_secs(60);
+    let xml = page(2);
+    let changes = vec![
+        json!({ "kind": "text", "path": "/page/p[1]", "old": "a", "new": MULTIBYTE }),
+        json!({ "kind": "added", "path": "/page/p[2]", "extra": [1, 2.5, null, { "deep": true }] }),
+    ];
+    let recorded = store
+        .record(
+            "w",
+            &hash_of(&xml),
+            &xml,
+            at,
+            &changes,
+            &Retention::default(),
+        )
+        .unwrap();
+    let Recorded::Stored {
+        snapshot_id,
+        events,
+    } = recorded
+    else {
+        panic!("expected a stored snapshot, got {recorded:?}");
+    };
+    assert!(snapshot_id > first);
+    assert_eq!(events, 2);
+
+    let current = store.current("w").unwrap().unwrap();
+    assert_eq!(
+        (current.id, current.xml.as_str()),
+        (snapshot_id, xml.as_str())
+    );
+    assert_eq!(store.current_hash("w").unwrap(), Some(hash_of(&xml)));
+
+    let stored = store.changes("w", None, 10).unwrap();
+    assert_eq!(stored.len(), 2);
+    // Newest first: the later event of the same check comes first.
+    assert_eq!(stored[0].kind, "added");
+    assert_eq!(stored[0].change, changes[1]);
+    assert_eq!(stored[1].kind, "text");
+    assert_eq!(stored[1].change, changes[0]);
+    for record in &stored {
+        assert_eq!(record.watch, "w");
+        assert_eq!(record.snapshot_id, Some(snapshot_id));
+        assert_eq!(record.at, at);
+    }
+
+    let listed = store.snapshots("w").unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            (snapshot_id, hash_of(&xml), at),
+            (first, hash_of(&page(1)), t0())
+        ]
+    );
+}
+
+#[test]
+fn going_back_to_an_earlier_content_is_a_change() {
+    let mut store = Store::open_in_memory().unwrap();
+    record_page(&mut store, "w", 1, t0(), 0);
+    record_page(&mut store, "w", 2, t0() + DAY, 0);
+    record_page(&mut store, "w", 1, t0() + 2 * DAY, 0);
+    assert_eq!(store.snapshots("w").unwrap().len(), 3);
+    assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
+}
+
+#[test]
+fn hierarchies_round_trip_exactly() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+
+    // Pseudo-random text that compresses badly and spans many pages.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyz0123456789<>&\"' \n€é日本🦀"
+        .chars()
+        .collect();
+    let noisy: String = (0..3_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            alphabet[usize::try_from(state % alphabet.len() as u64).unwrap()]
+        })
+        .collect();
+
+    let cases = [
+        String::new(),
+        MULTIBYTE.to_owned(),
+        format!("<?xml version=\"1.0\"?>\n<page>\r\n\t{MULTIBYTE}\u{0}\u{feff}</page>"),
+        noisy,
+    ];
+    for (i, xml) in cases.iter().enumerate() {
+        let at = t0() + Duration::from_secs(i as u64);
+        store
+            .record("w", &format!("h{i}"), xml, at, &[], &Retention::default())
+            .unwrap();
+        let back = store.current("w").unwrap().unwrap();
+        assert_eq!(back.xml.len(), xml.len(), "case {i}");
+        assert!(back.xml == *xml, "case {i} did not round-trip");
+    }
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert!(store.current("w").unwrap().unwrap().xml == cases[3]);
+}
+
+#[test]
+fn old_snapshots_can_be_read_by_id() {
+    let mut store = Store::open_in_memory().unwrap();
+    let ids: Vec<i64> = (1..=3)
+        .map(|n| record_page(&mut store, "w", n, t0() + n as u32 * DAY, 0))
+        .collect();
+    let second = store.snapshot(ids[1]).unwrap().unwrap();
+    assert_eq!(second.xml, page(2));
+    assert_eq!(second.taken_at, t0() + 2 * DAY);
+    assert_eq!(second.watch, "w");
+    assert_eq!(store.snapshot(ids[2] + 100).unwrap(), None);
+}
+
+#[test]
+fn invalid_change_events_are_refused_before_anything_is_written() {
+    let mut store = Store::open_in_memory().unwrap();
+    record_page(&mut store, "w", 1, t0(), 0);
+    let xml = page(2);
+    for bad in [
+        json!("text"),
+        json!(["kind", "text"]),
+        json!({ "path": "/p" }),
+        json!({ "kind": 3 }),
+        json!({ "kind": null }),
+    ] {
+        let changes = [event("text", 0), bad.clone()];
+        let err = store
+            .record(
+                "w",
+                &hash_of(&xml),
+                &xml,
+                t0() + DAY,
+                &changes,
+                &Retention::default(),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::InvalidChange { watch, index: 1 } if watch == "w"),
+            "{bad}: {err:?}"
+        );
+    }
+    assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
+    assert!(store.changes("w", None, 10).unwrap().is_empty());
+    assert_eq!(store.watches().unwrap()[0].last_checked, t0());
+}
+
+#[test]
+fn a_hierarchy_over_the_limit_is_refused() {
+    let mut store = Store::open_in_memory().unwrap();
+    let xml = "x".repeat(MAX_XML_BYTES + 1);
+    let err = store
+        .record("w", "h", &xml, t0(), &[], &Retention::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::TooLarge { size, limit, .. } if size == MAX_XML_BYTES + 1 && limit == MAX_XML_BYTES),
+        "{err:?}"
+    );
+    assert_eq!(store.current("w").unwrap(), None);
+}
+
+#[test]
+fn times_are_kept_to_the_millisecond_on_both_sides_of_1970() {
+    let mut store = Store::open_in_memory().unwrap();
+    let precise = UNIX_EPOCH + Duration::new(1_750_000_000, 123_456_789);
+    record_page(&mut store, "after", 1, precise, 0);
+    assert_eq!(
+        store.current("after").unwrap().unwrap().taken_at,
+        UNIX_EPOCH + Duration::from_millis(1_750_000_000_123)
+    );
+
+    let before = UNIX_EPOCH - Duration::from_millis(86_400_123);
+    record_page(&mut store, "before", 1, before, 1);
+    assert_eq!(store.current("before").unwrap().unwrap().taken_at, before);
+    assert_eq!(store.changes("before", None, 1).unwrap()[0].at, before);
+
+    if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(1 << 62)) {
+        let err = store
+            .record("far", "h", "<x/>", far, &[], &Retention::default())
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::TimeOutOfRange { time } if time == far),
+            "{err:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- retention
+
+#[test]
+fn keep_versions_leaves_the_newest_snapshots() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let retention = keep(3, 90);
+    let ids: Vec<i64> = (1..=10)
+        .map(|n| {
+            record_page_with(
+                &mut store,
+                "w",
+                n,
+                t0() + n as u32 * 60 * Duration::from_secs(1),
+                1,
+                &retention,
+            )
+        })
+        .collect();
+    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+    assert_eq!(kept, vec![ids[9], ids[8], ids[7]]);
+    assert_eq!(store.current("w").unwrap().unwrap().xml, page(10));
+    assert_eq!(store.watches().unwrap()[0].snapshots, 3);
+}
+
+#[test]
+fn keep_days_prunes_snapshots_by_their_time() {
+    let mut store = Store::open_in_memory().unwrap();
+    let now = t0();
+    let retention = keep(100, 7);
+    // Taken 30, 20, 8, 6 and 1 days before `now`.
+    let ids: Vec<i64> = [30, 20, 8, 6, 1]
+        .iter()
+        .enumerate()
+        .map(|(n, days)| {
+            record_page_with(&mut store, "w", n as u64, now - *days * DAY, 0, &retention)
+        })
+        .collect();
+    // Each record prunes against its own time: at "1 day ago", the cutoff is
+    // 8 days ago, so the snapshots of 30 and 20 days ago went, 8 days stays.
+    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+    assert_eq!(kept, vec![ids[4], ids[3], ids[2]]);
+
+    let pruned = store.prune(&retention, now).unwrap();
+    assert_eq!(
+        pruned,
+        Pruned {
+            snapshots: 1,
+            changes: 0
+        }
+    );
+    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+    assert_eq!(kept, vec![ids[4], ids[3]]);
+}
+
+#[test]
+fn the_current_snapshot_and_its_events_are_never_pruned() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let old = t0() - 365 * DAY;
+    let first = record_page_with(&mut store, "w", 1, old - DAY, 1, &keep(1, 1));
+    let current = record_page_with(&mut store, "w", 2, old, 2, &keep(1, 1));
+
+    let pruned = store.prune(&keep(1, 1), t0()).unwrap();
+    // The first snapshot went at the second record (keep 1 version); its
+    // event is older than a day now.
+    assert_eq!(
+        pruned,
+        Pruned {
+            snapshots: 0,
+            changes: 1
+        }
+    );
+    assert_eq!(store.snapshot(first).unwrap(), None);
+    let snapshot = store.current("w").unwrap().unwrap();
+    assert_eq!((snapshot.id, snapshot.xml), (current, page(2)));
+    let events = store.changes("w", None, 10).unwrap();
+    assert_eq!(events.len(), 2);
+    assert!(events.iter().all(|e| e.snapshot_id == Some(current)));
+
+    // An unchanged check a year later prunes nothing either.
+    let xml = page(2);
+    assert_eq!(
+        store
+            .record("w", &hash_of(&xml), &xml, t0(), &[], &keep(1, 1))
+            .unwrap(),
+        Recorded::Unchanged
+    );
+    assert_eq!(store.snapshots("w").unwrap().len(), 1);
+}
+
+#[test]
+fn events_outlive_their_snapshots_until_keep_days() {
+    let mut store = Store::open_in_memory().unwrap();
+    let retention = keep(2, 10);
+    let ids: Vec<i64> = (0..5)
+        .map(|n| record_page_with(&mut store, "w", n, t0() + n as u32 * DAY, 1, &retention))
+        .collect();
+    assert_eq!(store.snapshots("w").unwrap().len(), 2);
+    let events = store.changes("w", None, 100).unwrap();
+    assert_eq!(events.len(), 5, "events are kept when their snapshot goes");
+    let links: Vec<Option<i64>> = events.iter().map(|e| e.snapshot_id).collect();
+    assert_eq!(links, vec![Some(ids[4]), Some(ids[3]), None, None, None]);
+
+    // Twelve days after the first check, the events of days 0 and 1 are
+    // older than 10 days.
+    let pruned = store.prune(&retention, t0() + 12 * DAY).unwrap();
+    assert_eq!(pruned.changes, 2);
+    assert_eq!(store.changes("w", None, 100).unwrap().len(), 3);
+}
+
+#[test]
+fn retention_applies_to_one_watch_on_record_and_to_all_on_prune() {
+    let mut store = Store::open_in_memory().unwrap();
+    for n in 0..5 {
+        record_page(&mut store, "a", n, t0() + n as u32 * DAY, 0);
+        record_page(&mut store, "b", n, t0() + n as u32 * DAY, 0);
+    }
+    record_page_with(&mut store, "a", 9, t0() + 9 * DAY, 0, &keep(2, 90));
+    assert_eq!(store.snapshots("a").unwrap().len(), 2);
+    assert_eq!(store.snapshots("b").unwrap().len(), 5);
+
+    let pruned = store.prune(&keep(2, 90), t0() + 9 * DAY).unwrap();
+    assert_eq!(pruned.snapshots, 3);
+    assert_eq!(store.snapshots("b").unwrap().len(), 2);
+}
+
+#[test]
+fn zero_retention_bounds_are_refused() {
+    assert_eq!(Retention::default(), keep(100, 90));
+    assert!(Retention::new(1, 1).is_ok());
+    let mut store = Store::open_in_memory().unwrap();
+    for bad in [keep(0, 90), keep(100, 0), keep(0, 0)] {
+        let err = Retention::new(bad.keep_versions, bad.keep_days).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidRetention { .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("retention must keep at least 1"),
+            "{err}"
+        );
+
+        let err = store.record("w", "h", "<x/>", t0(), &[], &bad).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidRetention { .. }),
+            "{err:?}"
+        );
+        let err = store.prune(&bad, t0()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidRetention { .. }),
+            "{err:?}"
+        );
+    }
+    assert!(store.watches().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------- listing
+
+#[test]
+fn changes_page_newest_first_and_stay_stable() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    record_page(&mut store, "other", 1, t0(), 4);
+    for n in 1..=6 {
+        record_page(&mut store, "w", n, t0() + n as u32 * DAY, n);
+    }
+    // 1 + 2 + ... + 6 = 21 events.
+    let everything = store.changes("w", None, 1000).unwrap();
+    assert_eq!(everything.len(), 21);
+    assert!(everything.windows(2).all(|w| w[0].id > w[1].id));
+    assert!(everything.iter().all(|e| e.watch == "w"));
+
+    for size in [1, 4, 7, 21, 50] {
+        assert_eq!(
+            all_changes(&store, "w", size),
+            everything,
+            "page size {size}"
+        );
+    }
+
+    // New events recorded between pages do not shift the pages after.
+    let first_page = store.changes("w", None, 5).unwrap();
+    record_page(&mut store, "w", 7, t0() + 7 * DAY, 3);
+    let rest = changes_before(&store, "w", Some(first_page.last().unwrap().id), 5);
+    let mut joined = first_page;
+    joined.extend(rest);
+    assert_eq!(joined, everything);
+
+    assert!(store.changes("w", None, 0).unwrap().is_empty());
+    assert!(store.changes("nobody", None, 10).unwrap().is_empty());
+    assert!(store.changes("w", Some(i64::MIN), 10).unwrap().is_empty());
+}
+
+#[test]
+fn watches_and_snapshots_describe_each_watch() {
+    let mut store = Store::open_in_memory().unwrap();
+    assert!(store.watches().unwrap().is_empty());
+    assert!(store.snapshots("b").unwrap().is_empty());
+    assert_eq!(store.current_hash("b").unwrap(), None);
+    assert_eq!(store.current("b").unwrap(), None);
+
+    record_page(&mut store, "b", 1, t0(), 0);
+    let b2 = record_page(&mut store, "b", 2, t0() + DAY, 0);
+    let a1 = record_page(&mut store, "a", 1, t0() + 2 * DAY, 0);
+    let xml = page(2);
+    store
+        .record(
+            "b",
+            &hash_of(&xml),
+            &xml,
+            t0() + 3 * DAY,
+            &[],
+            &Retention::default(),
+        )
+        .unwrap();
+
+    let watches = store.watches().unwrap();
+    assert_eq!(watches.len(), 2);
+    let (a, b) = (&watches[0], &watches[1]);
+    assert_eq!((a.id.as_str(), a.snapshot_id, a.snapshots), ("a", a1, 1));
+    assert_eq!(
+        (a.last_checked, a.last_changed),
+        (t0() + 2 * DAY, t0() + 2 * DAY)
+    );
+    assert_eq!((b.id.as_str(), b.snapshot_id, b.snapshots), ("b", b2, 2));
+    assert_eq!(b.hash, hash_of(&page(2)));
+    assert_eq!(
+        (b.last_checked, b.last_changed),
+        (t0() + 3 * DAY, t0() + DAY)
+    );
+}
+
+#[test]
+fn remove_watch_removes_that_watch_only() {
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    for n in 1..=3 {
+        record_page(&mut store, "gone", n, t0() + n as u32 * DAY, 2);
+        record_page(&mut store, "kept", n, t0() + n as u32 * DAY, 2);
+    }
+    let gone_ids: Vec<i64> = store
+        .snapshots("gone")
+        .unwrap()
+        .iter()
+        .map(|s| s.0)
+        .collect();
+
+    assert!(store.remove_watch("gone").unwrap());
+    assert!(!store.remove_watch("gone").unwrap());
+    assert_eq!(store.current("gone").unwrap(), None);
+    assert!(store.snapshots("gone").unwrap().is_empty());
+    assert!(store.changes("gone", None, 10).unwrap().is_empty());
+    for id in gone_ids {
+        assert_eq!(store.snapshot(id).unwrap(), None);
+    }
+    assert_eq!(store.snapshots("kept").unwrap().len(), 3);
+    assert_eq!(store.changes("kept", None, 10).unwrap().len(), 6);
+    let names: Vec<String> = store.watches().unwrap().into_iter().map(|w| w.id).collect();
+    assert_eq!(names, vec!["kept"]);
+
+    // A removed watch starts again from nothing, with fresh ids.
+    let again = record_page(&mut store, "gone", 1, t0() + 9 * DAY, 0);
+    assert!(again > store.snapshots("kept").unwrap()[0].0);
+    drop(store);
+    let check: String = raw(&path)
+        .query_row("PRAGMA foreign_key_check", [], |row| row.get(0))
+        .unwrap_or_else(|_| "none".to_owned());
+    assert_eq!(check, "none");
+}
+
+// ---------------------------------------------------------------- schema
+
+#[test]
+fn a_store_from_a_newer_semclip_is_refused() {
+    let (_dir, path) = temp_db();
+    {
+        let mut store = Store::open(&path).unwrap();
+        record_page(&mut store, "w", 1, t0(), 0);
+    }
+    let newer = SCHEMA_VERSION + 3;
+    raw(&path)
+        .pragma_update(None, "user_version", newer)
+        .unwrap();
+
+    let err = Store::open(&path).unwrap_err();
+    assert!(
+        matches!(err, StoreError::TooNew { found, supported, .. } if found == newer && supported == SCHEMA_VERSION),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{}` was written by a newer semclip (schema {newer}, this build knows {SCHEMA_VERSION}); \
+             upgrade semclip",
+            path.display()
+        )
+    );
+    assert_eq!(user_version(&path), i64::from(newer), "left as it was");
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_untouched() {
+    let (dir, _) = temp_db();
+    for (name, content) in [
+        ("text.db", b"this is not a database\n".repeat(200)),
+        ("short.db", b"hello\n".to_vec()),
+        ("zeros.db", vec![0_u8; 8192]),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &content).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NotSqlite { .. }),
+            "{name}: {err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` is not a semclip snapshot store (not an SQLite database)",
+                path.display()
+            )
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            content,
+            "{name} was modified"
+        );
+        assert!(!dir.path().join(format!("{name}-wal")).exists());
+    }
+}
+
+#[test]
+fn another_applications_sqlite_database_is_refused_untouched() {
+    let (dir, _) = temp_db();
+    let plain = dir.path().join("plain.db");
+    raw(&plain)
+        .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);")
+        .unwrap();
+    // Same table name, other shape, and a user_version of its own.
+    let lookalike = dir.path().join("lookalike.db");
+    raw(&lookalike)
+        .execute_batch(
+            "CREATE TABLE meta (name TEXT, data BLOB);
+             INSERT INTO meta VALUES ('application', 'semclip');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    // Right shape, wrong application.
+    let other = dir.path().join("other.db");
+    raw(&other)
+        .execute_batch(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+             INSERT INTO meta VALUES ('application', 'otherapp');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    // Nothing in it but a user_version.
+    let versioned = dir.path().join("versioned.db");
+    raw(&versioned)
+        .execute_batch("PRAGMA user_version = 42;")
+        .unwrap();
+
+    for path in [plain, lookalike, other, versioned] {
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::Foreign { .. }),
+            "{}: {err:?}",
+            path.display()
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`{}` is an SQLite database but not a semclip snapshot store",
+                path.display()
+            )
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{} was modified",
+            path.display()
+        );
+        let mode: String = raw(&path)
+            .pragma_query_value(None, "journal_mode", |row| row.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete", "{}", path.display());
+    }
+}
+
+/// Migration 1 as published (a frozen copy: what a build with schema 1 left).
+const SCHEMA_1: &str = "
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    ) STRICT;
+    INSERT INTO meta (key, value) VALUES ('application', 'semclip');
+    CREATE TABLE watch (
+        id           TEXT PRIMARY KEY NOT NULL,
+        created_at   INTEGER NOT NULL,
+        last_checked INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE snapshot (
+        id       INTEGER PRIMARY KEY AUTOINCREMENT,
+        watch    TEXT NOT NULL REFERENCES watch (id) ON DELETE CASCADE,
+        taken_at INTEGER NOT NULL,
+        hash     TEXT NOT NULL,
+        size     INTEGER NOT NULL,
+        xml      BLOB NOT NULL
+    ) STRICT;
+    CREATE INDEX snapshot_by_watch ON snapshot (watch, id, hash, taken_at);
+    PRAGMA user_version = 1;";
+
+#[test]
+fn an_older_store_is_migrated_forward() {
+    const {
+        assert!(
+            SCHEMA_VERSION >= 2,
+            "this test needs an older schema to start from"
+        );
+    }
+    let (_dir, path) = temp_db();
+    let at = t0();
+    let millis = i64::try_from(at.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap();
+    let xml = page(1);
+    {
+        let conn = raw(&path);
+        conn.execute_batch(SCHEMA_1).unwrap();
+        conn.execute(
+            "INSERT INTO watch (id, created_at, last_checked) VALUES ('w', ?1, ?1)",
+            [millis],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO snapshot (watch, taken_at, hash, size, xml) VALUES ('w', ?1, ?2, ?3, ?4)",
+            rusqlite::params![
+                millis,
+                hash_of(&xml),
+                xml.len() as i64,
+                zlib(xml.as_bytes())
+            ],
+        )
+        .unwrap();
+    }
+    assert_eq!(user_version(&path), 1);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), i64::from(SCHEMA_VERSION));
+    let current = store.current("w").unwrap().unwrap();
+    assert_eq!((current.xml.as_str(), current.taken_at), (xml.as_str(), at));
+    let id = record_page(&mut store, "w", 2, at + DAY, 3);
+    assert_eq!(store.changes("w", None, 10).unwrap().len(), 3);
+    assert_eq!(store.snapshots("w").unwrap()[0].0, id);
+
+    drop(store);
+    Store::open(&path).unwrap();
+    assert_eq!(user_version(&path), i64::from(SCHEMA_VERSION));
+}
+
+// ---------------------------------------------------------------- damage
+
+#[test]
+fn a_damaged_snapshot_is_an_error_not_a_panic() {
+    let (_dir, path) = temp_db();
+    let id = {
+        let mut store = Store::open(&path).unwrap();
+        record_page(&mut store, "w", 1, t0(), 0)
+    };
+    let good = zlib(page(1).as_bytes());
+    let size = page(1).len() as i64;
+    let mut truncated = good.clone();
+    truncated.truncate(good.len() / 2);
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x55;
+    let damage: Vec<(&str, Vec<u8>, i64)> = vec![
+        ("garbage", b"not zlib at all".to_vec(), size),
+        ("empty blob", Vec::new(), size),
+        ("truncated", truncated, size),
+        ("bit flip", flipped, size),
+        ("size too small", good.clone(), size - 1),
+        ("size too large", good.clone(), size + 1),
+        ("size negative", good.clone(), -1),
+        ("size over the cap", good.clone(), MAX_XML_BYTES as i64 + 1),
+        ("not UTF-8", zlib(&[0x3c, 0xff, 0xfe, 0x3e]), 4),
+        // Expands far beyond the size recorded: reading stops at the size.
+        ("bomb", zlib(&vec![b'a'; 64 << 20]), 10),
+    ];
+    for (what, blob, size) in damage {
+        raw(&path)
+            .execute(
+                "UPDATE snapshot SET xml = ?1, size = ?2 WHERE id = ?3",
+                rusqlite::params![blob, size, id],
+            )
+            .unwrap();
+        let store = Store::open(&path).unwrap();
+        for result in [store.current("w"), store.snapshot(id)] {
+            let err = result.unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Corrupt { watch, snapshot_id, .. } if watch == "w" && *snapshot_id == id),
+                "{what}: {err:?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("snapshot {id} of watch `w` is corrupt")
+            );
+            assert!(std::error::Error::source(&err).is_some(), "{what}");
+        }
+        // The cheap paths read no blob and still work.
+        assert_eq!(store.current_hash("w").unwrap(), Some(hash_of(&page(1))));
+        assert_eq!(store.snapshots("w").unwrap().len(), 1);
+        assert_eq!(store.watches().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn a_damaged_change_event_is_an_error_not_a_panic() {
+    let (_dir, path) = temp_db();
+    {
+        let mut store = Store::open(&path).unwrap();
+        record_page(&mut store, "w", 1, t0(), 1);
+    }
+    raw(&path)
+        .execute("UPDATE change_event SET body = '{\"kind\": '", [])
+        .unwrap();
+    let store = Store::open(&path).unwrap();
+    let err = store.changes("w", None, 10).unwrap_err();
+    assert!(matches!(err, StoreError::CorruptChange { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("change event "), "{err}");
+}
+
+// ---------------------------------------------------------------- concurrency
+
+#[test]
+fn handles_on_one_file_share_it_without_busy_errors() {
+    let (_dir, path) = temp_db();
+    let path = Arc::new(path);
+
+    // Several handles creating the same new store at once.
+    let start = Arc::new(Barrier::new(4));
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let (path, start) = (Arc::clone(&path), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                Store::open(&path).map(drop)
+            })
+        })
+        .collect();
+    for opener in openers {
+        opener.join().unwrap().unwrap();
+    }
+
+    const RECORDS: u64 = 150;
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|watch| {
+            let path = Arc::clone(&path);
+            std::thread::spawn(move || {
+                let mut store = Store::open(&path).unwrap();
+                for n in 1..=RECORDS {
+                    let at = t0() + Duration::from_secs(n);
+                    record_page_with(&mut store, watch, n, at, n % 4, &keep(20, 90));
+                    let xml = page(n);
+                    // An unchanged check between changes.
+                    let again = store
+                        .record(watch, &hash_of(&xml), &xml, at, &[], &keep(20, 90))
+                        .unwrap();
+                    assert_eq!(again, Recorded::Unchanged);
+                }
+            })
+        })
+        .collect();
+
+    let reader = Store::open(&path).unwrap();
+    let mut reads = 0_u64;
+    while writers.iter().any(|w| !w.is_finished()) || reads == 0 {
+        for watch in ["a", "b"] {
+            if let Some(current) = reader.current(watch).unwrap() {
+                assert_eq!(current.hash, hash_of(&current.xml));
+            }
+            reader.changes(watch, None, 10).unwrap();
+            assert!(reader.snapshots(watch).unwrap().len() <= 20);
+        }
+        reader.watches().unwrap();
+        reads += 1;
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    for watch in ["a", "b"] {
+        let current = reader.current(watch).unwrap().unwrap();
+        assert_eq!(current.xml, page(RECORDS));
+        let expected: u64 = (1..=RECORDS).map(|n| n % 4).sum();
+        assert_eq!(all_changes(&reader, watch, 64).len() as u64, expected);
+    }
+    assert!(reads > 0);
+}
+
+// ---------------------------------------------------------------- crashes
+
+/// The database the crash writer writes to; unset, `crash_writer` does nothing.
+const CRASH_DB_ENV: &str = "SEMCLIP_TEST_CRASH_DB";
+
+/// `crash_writer`'s full name in this test binary (`tests/it/main.rs` has this
+/// file as module `store`).
+const CRASH_WRITER: &str = "store::crash_writer";
+
+/// Retention of the crash writer: few versions, so pruning runs in every
+/// transaction; days enough that no change event is ever pruned.
+const CRASH_RETENTION: Retention = Retention {
+    keep_versions: 25,
+    keep_days: 30,
+};
+
+/// Snapshot `seq` of the crash writer: its sequence number, then text of a
+/// size that varies with it, up to some 100 KB, that compresses badly, so
+/// some transactions span many pages.
+fn crash_xml(seq: u64) -> String {
+    let mut state = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let len = usize::try_from((seq * 7919) % 100_000).unwrap();
+    let mut text = String::with_capacity(len + 64);
+    while text.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        text.push(char::from(b'a' + u8::try_from(state % 26).unwrap()));
+        if state.is_multiple_of(97) {
+            text.push('€');
+        }
+    }
+    format!("<page seq=\"{seq}\">{text}</page>")
+}
+
+fn crash_seq(xml: &str) -> u64 {
+    let rest = xml.strip_prefix("<page seq=\"").unwrap();
+    rest[..rest.find('"').unwrap()].parse().unwrap()
+}
+
+/// The child of `a_killed_writer_leaves_a_whole_database`: records snapshots
+/// until it is killed. Each one's xml carries its sequence number, and it
+/// comes with `seq % 7` change events, each naming `seq`; between changes, an
+/// unchanged check.
+#[test]
+#[ignore = "the child process of a_killed_writer_leaves_a_whole_database; runs until killed"]
+fn crash_writer() {
+    let Some(path) = std::env::var_os(CRASH_DB_ENV) else {
+        return;
+    };
+    let mut store = Store::open(Path::new(&path)).unwrap();
+    let mut seq = store.current("w").unwrap().map_or(0, |s| crash_seq(&s.xml));
+    loop {
+        seq += 1;
+        let xml = crash_xml(seq);
+        let changes: Vec<Value> = (0..seq % 7)
+            .map(|i| json!({ "kind": "crash", "seq": seq, "i": i }))
+            .collect();
+        let hash = hash_of(&xml);
+        let now = SystemTime::now();
+        let recorded = store
+            .record("w", &hash, &xml, now, &changes, &CRASH_RETENTION)
+            .unwrap();
+        assert!(matches!(recorded, Recorded::Stored { .. }));
+        let again = store
+            .record("w", &hash, &xml, now, &[], &CRASH_RETENTION)
+            .unwrap();
+        assert_eq!(again, Recorded::Unchanged);
+    }
+}
+
+/// A random number of milliseconds in `range`.
+fn random_millis(range: std::ops::Range<u64>) -> u64 {
+    range.start + RandomState::new().hash_one(SystemTime::now()) % (range.end - range.start)
+}
+
+#[test]
+fn a_killed_writer_leaves_a_whole_database() {
+    const ROUNDS: usize = 10;
+    let (_dir, path) = temp_db();
+    let exe = std::env::current_exe().unwrap();
+    let mut last_seq = 0;
+    let mut killed_with_wal = 0;
+    for round in 0..ROUNDS {
+        let mut child = Command::new(&exe)
+            .args(["--exact", CRASH_WRITER, "--ignored", "--nocapture"])
+            .env(CRASH_DB_ENV, &path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(random_millis(50..300)));
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "round {round}: the crash writer exited by itself ({status}); is it still \
+                 named {CRASH_WRITER}?\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if Path::new(&format!("{}-wal", path.display())).exists() {
+            killed_with_wal += 1;
+        }
+
+        let store = Store::open(&path).unwrap();
+        let integrity: String = raw(&path)
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok", "round {round}");
+
+        let Some(current) = store.current("w").unwrap() else {
+            // Killed before its first commit.
+            assert_eq!(last_seq, 0, "round {round}: the store lost its snapshots");
+            continue;
+        };
+        assert_eq!(current.hash, hash_of(&current.xml), "round {round}");
+        let seq = crash_seq(&current.xml);
+        assert!(
+            seq >= last_seq,
+            "round {round}: went back from {last_seq} to {seq}"
+        );
+        last_seq = seq;
+
+        // The snapshots kept are the newest, without a gap, each whole.
+        let snapshots = store.snapshots("w").unwrap();
+        let kept = usize::try_from(seq)
+            .unwrap()
+            .min(CRASH_RETENTION.keep_versions as usize);
+        assert_eq!(snapshots.len(), kept, "round {round}");
+        let mut seq_of_snapshot = BTreeMap::new();
+        for (i, (id, hash, _)) in snapshots.iter().enumerate() {
+            let snapshot = store.snapshot(*id).unwrap().unwrap();
+            assert_eq!(snapshot.hash, *hash);
+            assert_eq!(
+                hash_of(&snapshot.xml),
+                *hash,
+                "round {round}, snapshot {id}"
+            );
+            let snapshot_seq = crash_seq(&snapshot.xml);
+            assert_eq!(snapshot_seq, seq - i as u64, "round {round}");
+            assert_eq!(snapshot.xml, crash_xml(snapshot_seq));
+            seq_of_snapshot.insert(*id, snapshot_seq);
+        }
+
+        // Every check ever committed has all its events and no others.
+        let mut events_of_seq: BTreeMap<u64, u64> = BTreeMap::new();
+        for change in all_changes(&store, "w", 97) {
+            let event_seq = change.change["seq"].as_u64().unwrap();
+            *events_of_seq.entry(event_seq).or_default() += 1;
+            if let Some(id) = change.snapshot_id {
+                assert_eq!(seq_of_snapshot.get(&id), Some(&event_seq), "round {round}");
+            }
+        }
+        for s in 1..=seq {
+            let expected = s % 7;
+            let found = events_of_seq.remove(&s).unwrap_or(0);
+            assert_eq!(found, expected, "round {round}: events of check {s}");
+        }
+        assert!(
+            events_of_seq.is_empty(),
+            "round {round}: events of checks never committed"
+        );
+        drop(store);
+    }
+    assert!(
+        last_seq > 0,
+        "the crash writer never committed in {ROUNDS} rounds"
+    );
+    eprintln!(
+        "crash test: {last_seq} checks committed over {ROUNDS} kills, \
+         {killed_with_wal} with a WAL left behind"
+    );
+}
