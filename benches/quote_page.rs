@@ -7,6 +7,17 @@ use std::fmt::Write as _;
 
 /// Builds a quote page of `markets` tables of `rows` issuers and 10 values.
 pub fn quote_page(markets: usize, rows: usize) -> String {
+    quote_page_revision(markets, rows, 0, 0)
+}
+
+/// The same page at a later `revision`: about `changed_pct` percent of the
+/// values differ from revision 0 (which cells is fixed by the numbers).
+pub fn quote_page_revision(
+    markets: usize,
+    rows: usize,
+    revision: usize,
+    changed_pct: usize,
+) -> String {
     let mut s = String::with_capacity(markets * rows * 900);
     s.push_str("<!DOCTYPE html><html lang=\"ru\"><head><meta charset=\"utf-8\"><title>Котировки ценных бумаг</title>");
     s.push_str("<meta name=\"keywords\" content=\"акции, облигации, котировки\"><style>td{padding:2px}</style>");
@@ -58,6 +69,12 @@ pub fn quote_page(markets: usize, rows: usize) -> String {
                 format!("{:02}:{:02}", 10 + r % 8, r % 60),
             ];
             for (i, v) in values.iter().enumerate() {
+                let mixed = (m * 31 + r * 17 + i * 7 + revision * 13) % 100;
+                let v = if revision > 0 && mixed < changed_pct {
+                    format!("{v}1")
+                } else {
+                    v.clone()
+                };
                 let class = if change >= 0.0 { "up" } else { "down" };
                 let _ = write!(
                     s,

@@ -30,6 +30,8 @@
 //! all-pairs search as a test oracle.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -38,8 +40,9 @@ use crate::hierarchy::{HNode, Hierarchy, Kind};
 /// One label of a branch: the text and its ordinal among equal siblings.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
-    /// The label text (a heading, key, column header or value).
-    pub text: String,
+    /// The label text (a heading, key, column header or value), shared
+    /// between the branches that pass through it.
+    pub text: Rc<str>,
     /// 1-based ordinal among siblings with the same text.
     pub ordinal: u32,
 }
@@ -53,7 +56,11 @@ pub struct Branch {
     pub xpath: String,
     /// `xpath` ids of the nodes behind each label (same length as `labels`;
     /// empty for the root, which is `/page`).
-    pub ids: Vec<String>,
+    pub ids: Vec<Rc<str>>,
+    /// Hash of each prefix `labels[..=d]`, computed incrementally: prefixes
+    /// are compared and indexed by these (64-bit; a collision among the
+    /// branches of two pages is vanishingly unlikely).
+    pub prefix: Vec<u64>,
     /// The leaf's `num`, if it reads as a number.
     pub num: Option<String>,
     /// True when the leaf is a table cell value.
@@ -76,8 +83,27 @@ impl Branch {
 
     /// The labels' texts, for reports.
     pub fn texts(&self) -> Vec<String> {
-        self.labels.iter().map(|l| l.text.clone()).collect()
+        self.labels.iter().map(|l| l.text.to_string()).collect()
     }
+
+    /// Recomputes [`Branch::prefix`] after labels changed.
+    fn rehash(&mut self) {
+        let mut h = 0u64;
+        self.prefix.clear();
+        for l in &self.labels {
+            h = step_hash(h, l);
+            self.prefix.push(h);
+        }
+    }
+}
+
+/// The hash of a prefix extended by one label.
+fn step_hash(parent: u64, label: &Label) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parent.hash(&mut h);
+    label.text.hash(&mut h);
+    label.ordinal.hash(&mut h);
+    h.finish()
 }
 
 /// Every branch of `h`, in document order. `ignored` holds `xpath` ids of
@@ -85,12 +111,15 @@ impl Branch {
 pub fn branches(h: &Hierarchy, ignored: &HashSet<String>) -> Vec<Branch> {
     let mut out = Vec::new();
     let root = Label {
-        text: h.title.clone().unwrap_or_default(),
+        text: Rc::from(h.title.as_deref().unwrap_or_default()),
         ordinal: 1,
     };
     let mut path = vec![root];
-    let mut ids = vec!["/page".to_owned()];
+    let mut ids: Vec<Rc<str>> = vec![Rc::from("/page")];
     walk(&h.children, &mut path, &mut ids, ignored, &mut out);
+    for b in &mut out {
+        b.rehash();
+    }
     // Positions: document order within each context.
     let mut counters: HashMap<Vec<Label>, usize> = HashMap::new();
     for b in &mut out {
@@ -129,7 +158,7 @@ fn node_labels(n: &HNode) -> Vec<String> {
 fn walk(
     nodes: &[HNode],
     path: &mut Vec<Label>,
-    ids: &mut Vec<String>,
+    ids: &mut Vec<Rc<str>>,
     ignored: &HashSet<String>,
     out: &mut Vec<Branch>,
 ) {
@@ -143,7 +172,7 @@ fn walk(
 fn walk_siblings(
     nodes: &[HNode],
     path: &mut Vec<Label>,
-    ids: &mut Vec<String>,
+    ids: &mut Vec<Rc<str>>,
     ignored: &HashSet<String>,
     out: &mut Vec<Branch>,
     seen: &mut HashMap<String, u32>,
@@ -158,6 +187,7 @@ fn walk_siblings(
             continue;
         }
         let depth = path.len();
+        let id: Rc<str> = Rc::from(n.xpath.as_str());
         for (i, text) in labels.iter().enumerate() {
             let ordinal = if i == 0 {
                 let o = seen.entry(text.clone()).or_default();
@@ -167,16 +197,17 @@ fn walk_siblings(
                 1
             };
             path.push(Label {
-                text: text.clone(),
+                text: Rc::from(text.as_str()),
                 ordinal,
             });
-            ids.push(n.xpath.clone());
+            ids.push(id.clone());
         }
         if n.children.is_empty() {
             out.push(Branch {
                 labels: path.clone(),
                 xpath: n.xpath.clone(),
                 ids: ids.clone(),
+                prefix: Vec::new(),
                 num: n.num.clone(),
                 cell: n.kind == Kind::Cell,
                 position: 0,
@@ -404,6 +435,7 @@ fn compare(mut a: Vec<Branch>, b: Vec<Branch>, matcher: Matcher) -> Vec<Change> 
                     && br.labels[r.depth] == r.old
                 {
                     br.labels[r.depth] = r.new.clone();
+                    br.rehash();
                 }
             }
         }
@@ -446,27 +478,27 @@ fn whole_nodes(
     unmatched: &[usize],
     kind: ChangeKind,
 ) -> Vec<Change> {
-    let other_prefixes: HashSet<&[Label]> = other
+    let other_prefixes: HashSet<u64> = other
         .iter()
-        .flat_map(|b| (1..=b.labels.len()).map(move |d| &b.labels[..d]))
+        .flat_map(|b| b.prefix.iter().copied())
         .collect();
     let unmatched_set: HashSet<usize> = unmatched.iter().copied().collect();
     // Branch count per prefix in `tree`, to know when a node is wholly unmatched.
-    let mut total: HashMap<&[Label], usize> = HashMap::new();
+    let mut total: HashMap<u64, usize> = HashMap::new();
     for b in tree {
-        for d in 1..=b.labels.len() {
-            *total.entry(&b.labels[..d]).or_default() += 1;
+        for &p in &b.prefix {
+            *total.entry(p).or_default() += 1;
         }
     }
-    let mut groups: Vec<(&[Label], usize, Vec<usize>)> = Vec::new();
-    let mut index: HashMap<&[Label], usize> = HashMap::new();
+    let mut groups: Vec<(u64, usize, Vec<usize>)> = Vec::new();
+    let mut index: HashMap<u64, usize> = HashMap::new();
     for &i in unmatched {
         let b = &tree[i];
         let depth = (1..=b.labels.len())
-            .find(|&d| !other_prefixes.contains(&b.labels[..d]))
+            .find(|&d| !other_prefixes.contains(&b.prefix[d - 1]))
             .unwrap_or(b.labels.len());
-        let prefix = &b.labels[..depth];
-        match index.get(prefix) {
+        let prefix = b.prefix[depth - 1];
+        match index.get(&prefix) {
             Some(&g) => groups[g].2.push(i),
             None => {
                 index.insert(prefix, groups.len());
@@ -477,7 +509,7 @@ fn whole_nodes(
     let mut out = Vec::new();
     for (prefix, depth, members) in groups {
         let whole = members.iter().all(|&m| depth < tree[m].labels.len())
-            && total.get(prefix).copied() == Some(members.len())
+            && total.get(&prefix).copied() == Some(members.len())
             && members.iter().all(|m| unmatched_set.contains(m));
         let items: Vec<(usize, usize)> = if whole {
             vec![(members[0], depth)]
@@ -486,8 +518,11 @@ fn whole_nodes(
         };
         for (m, d) in items {
             let b = &tree[m];
-            let value = b.labels[d - 1].text.clone();
-            let xpath = b.ids.get(d - 1).cloned().unwrap_or_else(|| b.xpath.clone());
+            let value = b.labels[d - 1].text.to_string();
+            let xpath = b
+                .ids
+                .get(d - 1)
+                .map_or_else(|| b.xpath.clone(), |x| x.to_string());
             let (old, new, old_xpath, new_xpath) = match kind {
                 ChangeKind::Delete => (Some(value), None, Some(xpath), None),
                 _ => (None, Some(value), None, Some(xpath)),
@@ -511,18 +546,19 @@ fn whole_nodes(
 }
 
 fn texts(labels: &[Label]) -> Vec<String> {
-    labels.iter().map(|l| l.text.clone()).collect()
+    labels.iter().map(|l| l.text.to_string()).collect()
 }
 
 /// Indexes (into `a`, `b`) of the branches not present in the other tree.
 fn remaining(a: &[Branch], b: &[Branch]) -> (Vec<usize>, Vec<usize>) {
-    let in_b: HashSet<&[Label]> = b.iter().map(|x| x.labels.as_slice()).collect();
-    let in_a: HashSet<&[Label]> = a.iter().map(|x| x.labels.as_slice()).collect();
+    let leaf = |x: &Branch| x.prefix.last().copied().unwrap_or_default();
+    let in_b: HashSet<u64> = b.iter().map(leaf).collect();
+    let in_a: HashSet<u64> = a.iter().map(leaf).collect();
     let ra = (0..a.len())
-        .filter(|&i| !in_b.contains(a[i].labels.as_slice()))
+        .filter(|&i| !in_b.contains(&leaf(&a[i])))
         .collect();
     let rb = (0..b.len())
-        .filter(|&i| !in_a.contains(b[i].labels.as_slice()))
+        .filter(|&i| !in_a.contains(&leaf(&b[i])))
         .collect();
     (ra, rb)
 }
@@ -546,15 +582,11 @@ struct Rename {
 /// relative branches.
 fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename> {
     // Prefixes (parent, label) of intermediate nodes that exist in only one tree.
-    let prefixes = |set: &[Branch]| -> HashSet<Vec<Label>> {
-        let mut s = HashSet::new();
-        for br in set {
-            for d in 0..br.labels.len().saturating_sub(1) {
-                s.insert(br.labels[..=d].to_vec());
-            }
-        }
-        s
-    };
+    fn prefixes(set: &[Branch]) -> HashSet<u64> {
+        set.iter()
+            .flat_map(|b| b.prefix[..b.prefix.len().saturating_sub(1)].iter().copied())
+            .collect()
+    }
     let pa = prefixes(a);
     let pb = prefixes(b);
     // Suffix sets of gone / new nodes, grouped by parent.
@@ -563,8 +595,7 @@ fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename
     for &i in ra {
         let br = &a[i];
         for d in 0..br.labels.len().saturating_sub(1) {
-            let p = &br.labels[..=d];
-            if !pb.contains(p) {
+            if !pb.contains(&br.prefix[d]) {
                 let e = gone
                     .entry((br.labels[..d].to_vec(), br.labels[d].clone()))
                     .or_insert((Vec::new(), i));
@@ -576,8 +607,7 @@ fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename
     for &i in rb {
         let br = &b[i];
         for d in 0..br.labels.len().saturating_sub(1) {
-            let p = &br.labels[..=d];
-            if !pa.contains(p) {
+            if !pa.contains(&br.prefix[d]) {
                 let e = born
                     .entry((br.labels[..d].to_vec(), br.labels[d].clone()))
                     .or_insert((Vec::new(), i));
@@ -595,7 +625,7 @@ fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename
             (
                 parent.clone(),
                 Label {
-                    text: String::new(),
+                    text: Rc::from(""),
                     ordinal: 0,
                 },
             )..,
@@ -626,10 +656,10 @@ fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename
                     kind: ChangeKind::Update,
                     context: texts(parent),
                     new_context: None,
-                    old: Some(old_label.text.clone()),
-                    new: Some(key.1.text.clone()),
-                    old_xpath: ob.ids.get(depth).cloned(),
-                    new_xpath: nb.ids.get(depth).cloned(),
+                    old: Some(old_label.text.to_string()),
+                    new: Some(key.1.text.to_string()),
+                    old_xpath: ob.ids.get(depth).map(|x| x.to_string()),
+                    new_xpath: nb.ids.get(depth).map(|x| x.to_string()),
                     old_num: None,
                     new_num: None,
                     delta: None,
@@ -654,10 +684,7 @@ fn pair_indexed(
     for &i in ra {
         by_context.entry(a[i].context()).or_default().push(i);
         if movable(&a[i]) {
-            by_value
-                .entry(a[i].leaf().text.as_str())
-                .or_default()
-                .push(i);
+            by_value.entry(&*a[i].leaf().text).or_default().push(i);
         }
     }
     let mut candidates = Vec::new();
@@ -666,7 +693,7 @@ fn pair_indexed(
         let mut seen = HashSet::new();
         let ctx = by_context.get(nb.context()).into_iter().flatten();
         let val = if movable(nb) {
-            by_value.get(nb.leaf().text.as_str())
+            by_value.get(&*nb.leaf().text)
         } else {
             None
         };
@@ -726,8 +753,8 @@ fn pair_change(o: &Branch, n: &Branch, kind: ChangeKind) -> Change {
         kind,
         context: texts(o.context()),
         new_context: (kind == ChangeKind::Move).then(|| texts(n.context())),
-        old: Some(o.leaf().text.clone()),
-        new: Some(n.leaf().text.clone()),
+        old: Some(o.leaf().text.to_string()),
+        new: Some(n.leaf().text.to_string()),
         old_xpath: Some(o.xpath.clone()),
         new_xpath: Some(n.xpath.clone()),
         old_num: if numeric { o.num.clone() } else { None },
