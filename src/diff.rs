@@ -29,9 +29,14 @@
 //! partner; δ within a context is computed once. [`diff_naive`] keeps the
 //! all-pairs search as a test oracle.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+
+// Fx hashing (rustc's hasher): the keys here are our own labels and
+// 64-bit prefix hashes, not attacker-chosen, and SipHash dominated the
+// profile.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet, FxHasher};
 
 use serde::Serialize;
 
@@ -99,7 +104,7 @@ impl Branch {
 
 /// The hash of a prefix extended by one label.
 fn step_hash(parent: u64, label: &Label) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = FxHasher::default();
     parent.hash(&mut h);
     label.text.hash(&mut h);
     label.ordinal.hash(&mut h);
@@ -117,13 +122,12 @@ pub fn branches(h: &Hierarchy, ignored: &HashSet<String>) -> Vec<Branch> {
     let mut path = vec![root];
     let mut ids: Vec<Rc<str>> = vec![Rc::from("/page")];
     walk(&h.children, &mut path, &mut ids, ignored, &mut out);
+    // Prefix hashes, then positions: document order within each context.
+    let mut counters: HashMap<u64, usize> = HashMap::default();
     for b in &mut out {
         b.rehash();
-    }
-    // Positions: document order within each context.
-    let mut counters: HashMap<Vec<Label>, usize> = HashMap::new();
-    for b in &mut out {
-        let c = counters.entry(b.context().to_vec()).or_default();
+        let parent = b.prefix.len().checked_sub(2).map_or(0, |i| b.prefix[i]);
+        let c = counters.entry(parent).or_default();
         b.position = *c;
         *c += 1;
     }
@@ -132,24 +136,24 @@ pub fn branches(h: &Hierarchy, ignored: &HashSet<String>) -> Vec<Branch> {
 
 /// The labels a node contributes (outermost first) and whether it is a leaf
 /// value. A cell contributes its column header, then its value or label.
-fn node_labels(n: &HNode) -> Vec<String> {
+fn node_labels(n: &HNode) -> Vec<&str> {
     let mut v = Vec::new();
     match n.kind {
-        Kind::Row => v.extend(n.key.clone()),
+        Kind::Row => v.extend(n.key.as_deref()),
         Kind::Cell => {
-            v.extend(n.col.clone());
-            v.extend(n.label.clone());
+            v.extend(n.col.as_deref());
+            v.extend(n.label.as_deref());
         }
         Kind::Keywords | Kind::Address => {
-            v.push(n.kind.name().to_owned());
-            v.extend(n.label.clone());
+            v.push(n.kind.name());
+            v.extend(n.label.as_deref());
         }
-        _ => v.extend(n.label.clone()),
+        _ => v.extend(n.label.as_deref()),
     }
     if n.children.is_empty() {
-        v.extend(n.text.clone());
+        v.extend(n.text.as_deref());
         if let Some(href) = n.attr("href") {
-            v.push(href.to_owned());
+            v.push(href);
         }
     }
     v
@@ -162,20 +166,20 @@ fn walk(
     ignored: &HashSet<String>,
     out: &mut Vec<Branch>,
 ) {
-    walk_siblings(nodes, path, ids, ignored, out, &mut HashMap::new());
+    walk_siblings(nodes, path, ids, ignored, out, &mut HashMap::default());
 }
 
 /// Walks `nodes` as siblings of one label-tree node. Nodes without a label
 /// of their own (`list`, a caption-less `table`, a key-less `row`) are
 /// transparent: their children join these siblings and share `seen`, so
 /// ordinals count across them.
-fn walk_siblings(
-    nodes: &[HNode],
+fn walk_siblings<'n>(
+    nodes: &'n [HNode],
     path: &mut Vec<Label>,
     ids: &mut Vec<Rc<str>>,
     ignored: &HashSet<String>,
     out: &mut Vec<Branch>,
-    seen: &mut HashMap<String, u32>,
+    seen: &mut HashMap<&'n str, u32>,
 ) {
     for n in nodes {
         if ignored.contains(&n.xpath) {
@@ -190,14 +194,14 @@ fn walk_siblings(
         let id: Rc<str> = Rc::from(n.xpath.as_str());
         for (i, text) in labels.iter().enumerate() {
             let ordinal = if i == 0 {
-                let o = seen.entry(text.clone()).or_default();
+                let o = seen.entry(text).or_default();
                 *o += 1;
                 *o
             } else {
                 1
             };
             path.push(Label {
-                text: Rc::from(text.as_str()),
+                text: Rc::from(*text),
                 ordinal,
             });
             ids.push(id.clone());
@@ -448,8 +452,8 @@ fn compare(mut a: Vec<Branch>, b: Vec<Branch>, matcher: Matcher) -> Vec<Change> 
         Matcher::Indexed => pair_indexed(&a, &b, &ra, &rb),
         Matcher::AllPairs => pair_all(&a, &b, &ra, &rb),
     };
-    let matched_old: HashSet<usize> = pairs.iter().map(|p| p.0).collect();
-    let matched_new: HashSet<usize> = pairs.iter().map(|p| p.1).collect();
+    let matched_old: FxHashSet<usize> = pairs.iter().map(|p| p.0).collect();
+    let matched_new: FxHashSet<usize> = pairs.iter().map(|p| p.1).collect();
     for (oi, ni, kind) in &pairs {
         changes.push(pair_change(&a[*oi], &b[*ni], *kind));
     }
@@ -478,20 +482,20 @@ fn whole_nodes(
     unmatched: &[usize],
     kind: ChangeKind,
 ) -> Vec<Change> {
-    let other_prefixes: HashSet<u64> = other
+    let other_prefixes: FxHashSet<u64> = other
         .iter()
         .flat_map(|b| b.prefix.iter().copied())
         .collect();
-    let unmatched_set: HashSet<usize> = unmatched.iter().copied().collect();
+    let unmatched_set: FxHashSet<usize> = unmatched.iter().copied().collect();
     // Branch count per prefix in `tree`, to know when a node is wholly unmatched.
-    let mut total: HashMap<u64, usize> = HashMap::new();
+    let mut total: HashMap<u64, usize> = HashMap::default();
     for b in tree {
         for &p in &b.prefix {
             *total.entry(p).or_default() += 1;
         }
     }
     let mut groups: Vec<(u64, usize, Vec<usize>)> = Vec::new();
-    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut index: HashMap<u64, usize> = HashMap::default();
     for &i in unmatched {
         let b = &tree[i];
         let depth = (1..=b.labels.len())
@@ -552,8 +556,8 @@ fn texts(labels: &[Label]) -> Vec<String> {
 /// Indexes (into `a`, `b`) of the branches not present in the other tree.
 fn remaining(a: &[Branch], b: &[Branch]) -> (Vec<usize>, Vec<usize>) {
     let leaf = |x: &Branch| x.prefix.last().copied().unwrap_or_default();
-    let in_b: HashSet<u64> = b.iter().map(leaf).collect();
-    let in_a: HashSet<u64> = a.iter().map(leaf).collect();
+    let in_b: FxHashSet<u64> = b.iter().map(leaf).collect();
+    let in_a: FxHashSet<u64> = a.iter().map(leaf).collect();
     let ra = (0..a.len())
         .filter(|&i| !in_b.contains(&leaf(&a[i])))
         .collect();
@@ -582,7 +586,7 @@ struct Rename {
 /// relative branches.
 fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename> {
     // Prefixes (parent, label) of intermediate nodes that exist in only one tree.
-    fn prefixes(set: &[Branch]) -> HashSet<u64> {
+    fn prefixes(set: &[Branch]) -> FxHashSet<u64> {
         set.iter()
             .flat_map(|b| b.prefix[..b.prefix.len().saturating_sub(1)].iter().copied())
             .collect()
@@ -679,10 +683,11 @@ fn pair_indexed(
     ra: &[usize],
     rb: &[usize],
 ) -> Vec<(usize, usize, ChangeKind)> {
-    let mut by_context: HashMap<&[Label], Vec<usize>> = HashMap::new();
-    let mut by_value: HashMap<&str, Vec<usize>> = HashMap::new();
+    let parent = |b: &Branch| b.prefix.len().checked_sub(2).map_or(0, |i| b.prefix[i]);
+    let mut by_context: HashMap<u64, Vec<usize>> = HashMap::default();
+    let mut by_value: HashMap<&str, Vec<usize>> = HashMap::default();
     for &i in ra {
-        by_context.entry(a[i].context()).or_default().push(i);
+        by_context.entry(parent(&a[i])).or_default().push(i);
         if movable(&a[i]) {
             by_value.entry(&*a[i].leaf().text).or_default().push(i);
         }
@@ -691,7 +696,7 @@ fn pair_indexed(
     for &j in rb {
         let nb = &b[j];
         let mut seen = HashSet::new();
-        let ctx = by_context.get(nb.context()).into_iter().flatten();
+        let ctx = by_context.get(&parent(nb)).into_iter().flatten();
         let val = if movable(nb) {
             by_value.get(&*nb.leaf().text)
         } else {
