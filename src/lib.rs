@@ -22,6 +22,7 @@ pub mod dom;
 pub mod hierarchy;
 pub mod number;
 pub mod output;
+pub mod refresh;
 pub mod source;
 pub mod store;
 pub mod xpath;

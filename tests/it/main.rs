@@ -13,6 +13,7 @@ mod corpus;
 mod diff;
 mod markup;
 mod props;
+mod refresh;
 mod source;
 mod store;
 mod tables;

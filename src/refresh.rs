@@ -1,0 +1,116 @@
+//! Cache refresh (seed 003): a freshly built hierarchy and the store in,
+//! "unchanged" or the semantic changes (stored with a new snapshot) out.
+//!
+//! The canonical content hash decides first: equal to the stored one means
+//! nothing in the data changed (markup churn, scripts, ads already dropped
+//! by the builder), so no XML is written, no diff is computed and no
+//! snapshot is stored; only the check time is. Only a different hash reads
+//! the previous snapshot back, diffs it against the new hierarchy and
+//! stores the new snapshot with its change events in one transaction.
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use crate::diff::{Change, diff_ignoring};
+use crate::document::{self, DocumentError};
+use crate::hierarchy::Hierarchy;
+use crate::output::{XmlOptions, content_hash, to_xml};
+use crate::store::{Recorded, Retention, Store, StoreError};
+
+/// Why a refresh failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The store failed.
+    #[error("store error while refreshing `{watch}`")]
+    Store {
+        /// The watch.
+        watch: String,
+        /// The cause.
+        #[source]
+        source: StoreError,
+    },
+    /// The stored snapshot could not be read back.
+    #[error("the stored snapshot of `{watch}` is unreadable")]
+    Snapshot {
+        /// The watch.
+        watch: String,
+        /// The cause.
+        #[source]
+        source: DocumentError,
+    },
+    /// A change could not be serialised (never expected).
+    #[error("cannot serialise a change of `{watch}`")]
+    Serialise {
+        /// The watch.
+        watch: String,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// What a refresh found.
+#[derive(Debug)]
+pub struct Refreshed {
+    /// The new hierarchy's content hash.
+    pub hash: String,
+    /// The semantic changes since the stored snapshot (empty when unchanged
+    /// or on the first check).
+    pub changes: Vec<Change>,
+    /// What the store did.
+    pub recorded: Recorded,
+}
+
+/// Compares `new` with the stored snapshot of `watch` and records the result.
+/// `ignored` holds `xpath` ids (in either version) left out of the diff.
+pub fn refresh(
+    store: &mut Store,
+    watch: &str,
+    new: &Hierarchy,
+    at: SystemTime,
+    retention: &Retention,
+    ignored: &HashSet<String>,
+) -> Result<Refreshed, RefreshError> {
+    let store_err = |source| RefreshError::Store {
+        watch: watch.to_owned(),
+        source,
+    };
+    let hash = content_hash(new);
+    if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
+        let recorded = store
+            .record(watch, &hash, "", at, &[], retention)
+            .map_err(store_err)?;
+        return Ok(Refreshed {
+            hash,
+            changes: Vec::new(),
+            recorded,
+        });
+    }
+    let changes = match store.current(watch).map_err(store_err)? {
+        Some(snapshot) => {
+            let old = document::read(&snapshot.xml).map_err(|source| RefreshError::Snapshot {
+                watch: watch.to_owned(),
+                source,
+            })?;
+            diff_ignoring(&old, new, ignored, ignored)
+        }
+        None => Vec::new(),
+    };
+    let events = changes
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| RefreshError::Serialise {
+            watch: watch.to_owned(),
+            source,
+        })?;
+    let xml = to_xml(new, XmlOptions::default());
+    let recorded = store
+        .record(watch, &hash, &xml, at, &events, retention)
+        .map_err(store_err)?;
+    Ok(Refreshed {
+        hash,
+        changes,
+        recorded,
+    })
+}
