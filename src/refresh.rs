@@ -25,9 +25,9 @@ pub enum RefreshError {
     Store {
         /// The watch.
         watch: String,
-        /// The cause.
+        /// The cause (boxed: store errors are large).
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     /// The stored snapshot could not be read back.
     #[error("the stored snapshot of `{watch}` is unreadable")]
@@ -71,9 +71,9 @@ pub fn refresh(
     retention: &Retention,
     ignored: &HashSet<String>,
 ) -> Result<Refreshed, RefreshError> {
-    let store_err = |source| RefreshError::Store {
+    let store_err = |source: StoreError| RefreshError::Store {
         watch: watch.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let hash = content_hash(new);
     if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
