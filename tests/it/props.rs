@@ -123,3 +123,24 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// diff(a, a) is empty, and the indexed matcher agrees with the
+    /// all-pairs oracle on unrelated and on related (edited) pages.
+    #[test]
+    fn diff_properties(a in html(), b in html(), edit in text()) {
+        let ha = Hierarchy::from_html(&a, None);
+        let hb = Hierarchy::from_html(&b, None);
+        prop_assert!(semclip::diff::diff(&ha, &ha).is_empty());
+        prop_assert_eq!(semclip::diff::diff(&ha, &hb), semclip::diff::diff_naive(&ha, &hb));
+        // A related page: the same markup with one text replaced.
+        let related = Hierarchy::from_html(&format!("{a}<p>{}</p>", edit.replace('<', "")), None);
+        prop_assert_eq!(semclip::diff::diff(&ha, &related), semclip::diff::diff_naive(&ha, &related));
+        // Equal hashes mean no changes.
+        if semclip::output::content_hash(&ha) == semclip::output::content_hash(&hb) {
+            prop_assert!(semclip::diff::diff(&ha, &hb).is_empty());
+        }
+    }
+}
