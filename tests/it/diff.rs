@@ -311,3 +311,98 @@ fn cli_diff_exit_status_and_formats() {
     let args = ["diff", o.as_str(), "/nonexistent.html"];
     assert_eq!(semclip(&args, None).status.code(), Some(2));
 }
+
+/// Data edits on real pages: a list item's text edited, an item dropped,
+/// an item duplicated (inserted), a table cell edited, a heading renamed.
+#[test]
+fn data_edits_on_real_pages_give_exactly_those_changes() {
+    use semclip::dom::NodeData;
+    let Some(corpus) = corpus("data_edits_on_real_pages_give_exactly_those_changes") else {
+        return;
+    };
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for path in corpus_pages(&corpus) {
+        let dom = Dom::parse(&read_page(&path));
+        let base_html = write_html(&dom, Markup::None);
+        let base = h(&base_html);
+        // Targets: an `li` whose only child is non-blank text (a plain item),
+        // a `td` likewise, and an `h2` likewise, not inside hidden content.
+        let plain = |name: &str| {
+            (0..dom.len()).find(|&id| {
+                dom.element(id).is_some_and(|e| &*e.name == name && e.attrs.is_empty())
+                    && dom.children(id).count() == 1
+                    && dom.children(id).all(|c| matches!(&dom.node(c).data, NodeData::Text(t) if t.trim().chars().count() > 3))
+                    && {
+                        let mut p = dom.node(id).parent;
+                        let mut ok = true;
+                        while let Some(x) = p {
+                            if dom.element(x).is_some_and(|e| e.attr("hidden").is_some() || e.attr("aria-hidden").is_some() || matches!(&*e.name, "nav" | "select" | "template" | "noscript")) {
+                                ok = false;
+                            }
+                            p = dom.node(x).parent;
+                        }
+                        ok
+                    }
+            })
+        };
+        for (name, edits) in [
+            (
+                "li",
+                vec![
+                    Markup::EditText as fn(_) -> _,
+                    Markup::Drop,
+                    Markup::Duplicate,
+                ],
+            ),
+            ("td", vec![Markup::EditText as fn(_) -> _]),
+            ("h2", vec![Markup::EditText as fn(_) -> _]),
+        ] {
+            let Some(target) = plain(name) else { continue };
+            for make in edits {
+                let edit = make(target);
+                let after = h(&write_html(&dom, edit));
+                let changes = diff(&base, &after);
+                let ok = match (edit, changes.as_slice()) {
+                    (Markup::EditText(_), [c]) => {
+                        c.kind == ChangeKind::Update
+                            && c.new.as_deref().is_some_and(|n| n.contains("semclip-edit"))
+                    }
+                    (Markup::Drop(_), [c]) => c.kind == ChangeKind::Delete,
+                    (Markup::Duplicate(_), [c]) => {
+                        c.kind == ChangeKind::Insert
+                            && c.new.as_deref().is_some_and(|n| n.contains("semclip-edit"))
+                    }
+                    _ => false,
+                };
+                if ok {
+                    checked += 1;
+                } else {
+                    failures.push(format!(
+                        "{} {name} {edit:?}: {:?}",
+                        path.display(),
+                        lines(&changes)
+                    ));
+                }
+            }
+        }
+    }
+    // Issue 3 is open: 295 of 314 edits (94%) come out exactly today; the
+    // misses (rowspan-replicated cells, items that label nested lists,
+    // content the builder drops) are listed in the closing note. This bound
+    // keeps that rate from falling while the rest is fixed; it is to be
+    // raised to zero misses, never lowered.
+    let total = checked + failures.len();
+    assert!(total > 300, "only {total} edits tried");
+    eprintln!(
+        "{} of {total} edits not exact:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        failures.len() * 100 <= total * 7,
+        "{} of {total} edits wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -25,6 +25,14 @@ pub enum Change {
     Whitespace,
     Comments,
     ScriptsAndStyles,
+    /// A data edit, not markup: append " semclip-edit" to the text of the
+    /// given element's first non-blank text node.
+    EditText(NodeId),
+    /// A data edit: leave the given element out.
+    Drop(NodeId),
+    /// A data edit: write the given element twice, the first copy with
+    /// edited text.
+    Duplicate(NodeId),
 }
 
 pub const CHANGES: [Change; 7] = [
@@ -126,6 +134,17 @@ impl Writer<'_> {
             NodeData::Text(t) => self.text(t, in_pre, parent),
             NodeData::Comment => self.out.push_str("<!---->"),
             NodeData::Element(e) => {
+                if self.change == Change::Drop(id) {
+                    return;
+                }
+                if self.change == Change::Duplicate(id) {
+                    self.change = Change::EditText(id);
+                    self.node(id, in_pre, parent);
+                    self.change = Change::None;
+                    self.node(id, in_pre, parent);
+                    self.change = Change::Duplicate(id);
+                    return;
+                }
                 let name = e.name.to_string();
                 let html = e.is_html();
                 let hidden = e.attr("hidden").is_some()
@@ -249,8 +268,16 @@ impl Writer<'_> {
     }
 
     fn children(&mut self, id: NodeId, in_pre: bool, parent: Option<&str>) {
+        let mut edit = self.change == Change::EditText(id);
         for c in self.dom.children(id) {
             self.node(c, in_pre, parent);
+            if edit
+                && let NodeData::Text(t) = &self.dom.node(c).data
+                && !t.trim().is_empty()
+            {
+                self.out.push_str(" semclip-edit");
+                edit = false;
+            }
         }
     }
 
