@@ -223,13 +223,7 @@ impl Hierarchy {
 pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
     let head = Head::read(dom);
     let style = decimal_style_for_lang(head.lang.as_deref());
-    let mut b = Builder {
-        dom,
-        classes: Builder::classify_all(dom),
-        style,
-        consumed: HashSet::new(),
-        depth: 0,
-    };
+    let mut b = Builder::new(dom, style);
     let body = dom.child_element(DOCUMENT, "html").and_then(|html| {
         dom.child_element(html, "body")
             .or(dom.child_element(html, "frameset"))
@@ -378,8 +372,18 @@ struct Builder<'a> {
     depth: usize,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     /// The class of element `id`, roles and hiding considered.
+    fn new(dom: &'a Dom, style: DecimalStyle) -> Builder<'a> {
+        Builder {
+            dom,
+            classes: Builder::classify_all(dom),
+            style,
+            consumed: HashSet::new(),
+            depth: 0,
+        }
+    }
+
     fn class(&self, id: NodeId) -> TagClass {
         self.classes[id]
     }
@@ -1059,12 +1063,6 @@ fn push_xpath_literal(out: &mut String, s: &str) {
 pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
     let dom = Dom::parse(html);
     let head = Head::read(&dom);
-    let mut b = Builder {
-        dom: &dom,
-        classes: Builder::classify_all(&dom),
-        style: decimal_style_for_lang(head.lang.as_deref()),
-        consumed: HashSet::new(),
-        depth: 0,
-    };
+    let mut b = Builder::new(&dom, decimal_style_for_lang(head.lang.as_deref()));
     table::pseudo_tables(&mut b, DOCUMENT)
 }
