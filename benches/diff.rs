@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use semclip::diff::{branches, diff};
+use semclip::diff::{branch_paths, diff};
 use semclip::hierarchy::Hierarchy;
 
 #[path = "quote_page.rs"]
@@ -47,7 +47,7 @@ fn main() {
     let d = fastest(30, || diff(&old, &new));
     println!("\n| input | branches | changes | build (ms) | diff (ms) | diff / build |");
     println!("|---|---:|---:|---:|---:|---:|");
-    let n = branches(&new, &Default::default()).len();
+    let n = branch_paths(&new).len();
     println!(
         "| quote page 300x10, 10% changed | {n} | {changes} | {:.2} | {:.2} | {:.3} |",
         build.as_secs_f64() * 1e3,
@@ -55,16 +55,18 @@ fn main() {
         d.as_secs_f64() / build.as_secs_f64()
     );
     let mut points = Vec::new();
-    for rows in [100usize, 1_000, 10_000] {
+    let mut build_points = Vec::new();
+    for rows in [111usize, 1_111, 11_111] {
         let a_html = quote_page::quote_page(1, rows);
         let b_html = quote_page::quote_page_revision(1, rows, 1, 10);
         let a = Hierarchy::from_html(&a_html, None);
         let b = Hierarchy::from_html(&b_html, None);
-        let n = branches(&b, &Default::default()).len();
-        let runs = if rows >= 10_000 { 3 } else { 10 };
+        let n = branch_paths(&b).len();
+        let runs = if rows >= 10_000 { 5 } else { 10 };
         let build = fastest(runs, || Hierarchy::from_html(&b_html, None));
         let d = fastest(runs, || diff(&a, &b));
         points.push(((n as f64).ln(), d.as_secs_f64().ln()));
+        build_points.push(((n as f64).ln(), build.as_secs_f64().ln()));
         println!(
             "| quote page {rows}x10, 10% changed | {n} | {} | {:.2} | {:.2} | {:.3} |",
             diff(&a, &b).len(),
@@ -73,6 +75,15 @@ fn main() {
             d.as_secs_f64() / build.as_secs_f64()
         );
     }
+    println!(
+        "\nslope of log(time) over log(branches), 1.0 = linear (n log n over this range fits about 1.1):\n  diff  {:.2}\n  build {:.2} (the baseline, same pages, same run)",
+        slope(&points),
+        slope(&build_points)
+    );
+}
+
+/// Least-squares slope of `y` over `x`.
+fn slope(points: &[(f64, f64)]) -> f64 {
     let k = points.len() as f64;
     let (sx, sy) = points
         .iter()
@@ -80,8 +91,5 @@ fn main() {
     let (mx, my) = (sx / k, sy / k);
     let num: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
     let den: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
-    println!(
-        "\nslope of log(diff time) over log(branches): {:.2} (1.0 = linear; n log n over this range fits about 1.1)",
-        num / den
-    );
+    num / den
 }

@@ -29,9 +29,8 @@
 //! partner; δ within a context is computed once. [`diff_naive`] keeps the
 //! all-pairs search as a test oracle.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
-use std::rc::Rc;
 
 // Fx hashing (rustc's hasher): the keys here are our own labels and
 // 64-bit prefix hashes, not attacker-chosen, and SipHash dominated the
@@ -42,186 +41,335 @@ use serde::Serialize;
 
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
-/// One label of a branch: the text and its ordinal among equal siblings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Label {
-    /// The label text (a heading, key, column header or value), shared
-    /// between the branches that pass through it.
-    pub text: Rc<str>,
+/// No node (the root's parent).
+const NONE: u32 = u32::MAX;
+
+/// One node of the label tree: a label, the labels above it by `parent`.
+///
+/// The tree is interned: every prefix of every branch is one node, and a
+/// branch is just its last node. Nodes are pushed parent first, so a
+/// forward pass over `nodes` sees parents before children.
+#[derive(Debug, Clone)]
+struct Node<'h> {
+    parent: u32,
+    /// Labels above this one (0 for the root, the page title).
+    depth: u32,
+    text: &'h str,
     /// 1-based ordinal among siblings with the same text.
-    pub ordinal: u32,
+    ordinal: u32,
+    /// `xpath` id of the hierarchy node behind the label.
+    id: &'h str,
+    /// Hash of the prefix ending here (64-bit; a collision among the
+    /// prefixes of two pages is vanishingly unlikely).
+    hash: u64,
+    /// Branches ending at or below this node.
+    leaves: u32,
+    /// The branch ending here, if any.
+    branch: u32,
 }
 
-/// A root-to-leaf path of labels, with what the leaf's node says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Branch {
-    /// Labels from the root (the page title) down to the leaf value.
-    pub labels: Vec<Label>,
-    /// `xpath` of the node holding the leaf value.
-    pub xpath: String,
-    /// `xpath` ids of the nodes behind each label (same length as `labels`;
-    /// empty for the root, which is `/page`).
-    pub ids: Vec<Rc<str>>,
-    /// Hash of each prefix `labels[..=d]`, computed incrementally: prefixes
-    /// are compared and indexed by these (64-bit; a collision among the
-    /// branches of two pages is vanishingly unlikely).
-    pub prefix: Vec<u64>,
-    /// The leaf's `num`, if it reads as a number.
-    pub num: Option<String>,
-    /// True when the leaf is a table cell value.
-    pub cell: bool,
+/// A branch: a root-to-leaf label path, held as its leaf node.
+#[derive(Debug, Clone)]
+struct Leaf<'h> {
+    node: u32,
+    xpath: &'h str,
+    num: Option<&'h str>,
+    cell: bool,
     /// Position among the branches of its context (document order).
-    pub position: usize,
+    position: u32,
 }
 
-impl Branch {
-    /// The context: every label but the leaf.
-    pub fn context(&self) -> &[Label] {
-        &self.labels[..self.labels.len().saturating_sub(1)]
-    }
+/// The branches of one hierarchy as an interned tree of labels.
+#[derive(Debug, Clone)]
+struct LabelTree<'h> {
+    nodes: Vec<Node<'h>>,
+    branches: Vec<Leaf<'h>>,
+}
 
-    /// The leaf label.
-    pub fn leaf(&self) -> &Label {
-        // Branches always hold at least the root and a leaf.
-        &self.labels[self.labels.len() - 1]
-    }
+/// Ordinals of the labels under one tree node: how many siblings so far
+/// carried each text. A short list scanned in order while it is small (most
+/// nodes have a handful of children), a hash map beyond that.
+#[derive(Debug, Default)]
+struct Ordinals<'h> {
+    few: Vec<(&'h str, u32)>,
+    many: HashMap<&'h str, u32>,
+}
 
-    /// The labels' texts, for reports.
-    pub fn texts(&self) -> Vec<String> {
-        self.labels.iter().map(|l| l.text.to_string()).collect()
-    }
+impl<'h> Ordinals<'h> {
+    const FEW: usize = 16;
 
-    /// Recomputes [`Branch::prefix`] after labels changed.
-    fn rehash(&mut self) {
-        let mut h = 0u64;
-        self.prefix.clear();
-        for l in &self.labels {
-            h = step_hash(h, l);
-            self.prefix.push(h);
+    fn clear(&mut self) {
+        self.few.clear();
+        if !self.many.is_empty() {
+            // Dropped, not cleared: clearing costs the map's capacity, and a
+            // long list once counted here must not tax every later scope.
+            self.many = HashMap::default();
         }
+    }
+
+    /// Counts one more `text` and returns its ordinal.
+    fn next(&mut self, text: &'h str) -> u32 {
+        if self.many.is_empty() {
+            if let Some(e) = self.few.iter_mut().find(|e| e.0 == text) {
+                e.1 += 1;
+                return e.1;
+            }
+            if self.few.len() < Self::FEW {
+                self.few.push((text, 1));
+                return 1;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        let o = self.many.entry(text).or_default();
+        *o += 1;
+        *o
     }
 }
 
 /// The hash of a prefix extended by one label.
-fn step_hash(parent: u64, label: &Label) -> u64 {
+fn step_hash(parent: u64, text: &str, ordinal: u32) -> u64 {
     let mut h = FxHasher::default();
     parent.hash(&mut h);
-    label.text.hash(&mut h);
-    label.ordinal.hash(&mut h);
+    text.hash(&mut h);
+    ordinal.hash(&mut h);
     h.finish()
 }
 
-/// Every branch of `h`, in document order. `ignored` holds `xpath` ids of
-/// nodes whose subtrees are left out (a watch's `ignore` list, resolved).
-pub fn branches(h: &Hierarchy, ignored: &HashSet<String>) -> Vec<Branch> {
-    let mut out = Vec::new();
-    let root = Label {
-        text: Rc::from(h.title.as_deref().unwrap_or_default()),
-        ordinal: 1,
+/// The labels a node contributes (outermost first), at most four, and how
+/// many. A cell contributes its column header, then its value or label; a
+/// leaf adds its text and the target of a link that is its whole text.
+fn node_labels(n: &HNode) -> ([&str; 4], usize) {
+    let (first, second) = match n.kind {
+        Kind::Row => (n.key.as_deref(), None),
+        Kind::Cell => (n.col.as_deref(), n.label.as_deref()),
+        Kind::Keywords | Kind::Address => (Some(n.kind.name()), n.label.as_deref()),
+        _ => (n.label.as_deref(), None),
     };
-    let mut path = vec![root];
-    let mut ids: Vec<Rc<str>> = vec![Rc::from("/page")];
-    walk(&h.children, &mut path, &mut ids, ignored, &mut out);
-    // Prefix hashes, then positions: document order within each context.
-    let mut counters: HashMap<u64, usize> = HashMap::default();
-    for b in &mut out {
-        b.rehash();
-        let parent = b.prefix.len().checked_sub(2).map_or(0, |i| b.prefix[i]);
-        let c = counters.entry(parent).or_default();
-        b.position = *c;
-        *c += 1;
+    let (text, href) = if n.children.is_empty() {
+        (n.text.as_deref(), n.attr("href"))
+    } else {
+        (None, None)
+    };
+    let mut v = [""; 4];
+    let mut k = 0;
+    for s in [first, second, text, href].into_iter().flatten() {
+        v[k] = s;
+        k += 1;
     }
-    out
+    (v, k)
 }
 
-/// The labels a node contributes (outermost first) and whether it is a leaf
-/// value. A cell contributes its column header, then its value or label.
-fn node_labels(n: &HNode) -> Vec<&str> {
-    let mut v = Vec::new();
-    match n.kind {
-        Kind::Row => v.extend(n.key.as_deref()),
-        Kind::Cell => {
-            v.extend(n.col.as_deref());
-            v.extend(n.label.as_deref());
-        }
-        Kind::Keywords | Kind::Address => {
-            v.push(n.kind.name());
-            v.extend(n.label.as_deref());
-        }
-        _ => v.extend(n.label.as_deref()),
-    }
-    if n.children.is_empty() {
-        v.extend(n.text.as_deref());
-        if let Some(href) = n.attr("href") {
-            v.push(href);
-        }
-    }
-    v
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(NONE)
 }
 
-fn walk(
-    nodes: &[HNode],
-    path: &mut Vec<Label>,
-    ids: &mut Vec<Rc<str>>,
-    ignored: &HashSet<String>,
-    out: &mut Vec<Branch>,
-) {
-    walk_siblings(nodes, path, ids, ignored, out, &mut HashMap::default());
-}
+impl<'h> LabelTree<'h> {
+    /// The label tree of `h`. `ignored` holds `xpath` ids of nodes whose
+    /// subtrees are left out (a watch's `ignore` list, resolved).
+    fn new(h: &'h Hierarchy, ignored: &HashSet<String>) -> Self {
+        Self::with_capacity(h, ignored, 1024, 512)
+    }
 
-/// Walks `nodes` as siblings of one label-tree node. Nodes without a label
-/// of their own (`list`, a caption-less `table`, a key-less `row`) are
-/// transparent: their children join these siblings and share `seen`, so
-/// ordinals count across them.
-fn walk_siblings<'n>(
-    nodes: &'n [HNode],
-    path: &mut Vec<Label>,
-    ids: &mut Vec<Rc<str>>,
-    ignored: &HashSet<String>,
-    out: &mut Vec<Branch>,
-    seen: &mut HashMap<&'n str, u32>,
-) {
-    for n in nodes {
-        if ignored.contains(&n.xpath) {
-            continue;
+    /// [`LabelTree::new`], with room for `nodes` nodes and `branches`
+    /// branches reserved (the other tree's sizes are a good guess).
+    fn with_capacity(
+        h: &'h Hierarchy,
+        ignored: &HashSet<String>,
+        nodes: usize,
+        branches: usize,
+    ) -> Self {
+        let title = h.title.as_deref().unwrap_or_default();
+        let mut t = LabelTree {
+            nodes: Vec::with_capacity(nodes),
+            branches: Vec::with_capacity(branches),
+        };
+        t.nodes.push(Node {
+            parent: NONE,
+            depth: 0,
+            text: title,
+            ordinal: 1,
+            id: "/page",
+            hash: step_hash(0, title, 1),
+            leaves: 0,
+            branch: NONE,
+        });
+        let mut scopes = vec![Ordinals::default()];
+        t.walk(&h.children, 0, 0, ignored, &mut scopes);
+        // Branch counts, children before parents.
+        for i in (1..t.nodes.len()).rev() {
+            let (p, c) = (t.nodes[i].parent as usize, t.nodes[i].leaves);
+            t.nodes[p].leaves += c;
         }
-        let labels = node_labels(n);
-        if labels.is_empty() {
-            walk_siblings(&n.children, path, ids, ignored, out, seen);
-            continue;
+        // Positions: document order within each context.
+        let mut counters = vec![0u32; t.nodes.len()];
+        for b in &mut t.branches {
+            let p = t.nodes[b.node as usize].parent as usize;
+            b.position = counters[p];
+            counters[p] += 1;
         }
-        let depth = path.len();
-        let id: Rc<str> = Rc::from(n.xpath.as_str());
-        for (i, text) in labels.iter().enumerate() {
-            let ordinal = if i == 0 {
-                let o = seen.entry(text).or_default();
-                *o += 1;
-                *o
+        t
+    }
+
+    /// Adds the labels of `nodes` below tree node `at`. Nodes without a
+    /// label of their own (`list`, a caption-less `table`, a key-less `row`)
+    /// are transparent: their children join these siblings, so ordinals
+    /// count across them. `scopes[level]` counts the ordinals of `at`'s
+    /// children (one reused counter per depth, no allocation per node).
+    fn walk(
+        &mut self,
+        nodes: &'h [HNode],
+        at: u32,
+        level: usize,
+        ignored: &HashSet<String>,
+        scopes: &mut Vec<Ordinals<'h>>,
+    ) {
+        for n in nodes {
+            if !ignored.is_empty() && ignored.contains(&n.xpath) {
+                continue;
+            }
+            let (labels, count) = node_labels(n);
+            if count == 0 {
+                self.walk(&n.children, at, level, ignored, scopes);
+                continue;
+            }
+            let mut cur = at;
+            for (i, text) in labels[..count].iter().enumerate() {
+                let ordinal = if i == 0 { scopes[level].next(text) } else { 1 };
+                cur = self.push(cur, text, ordinal, &n.xpath);
+            }
+            if n.children.is_empty() {
+                let node = &mut self.nodes[cur as usize];
+                node.branch = index(self.branches.len());
+                node.leaves = 1;
+                self.branches.push(Leaf {
+                    node: cur,
+                    xpath: &n.xpath,
+                    num: n.num.as_deref(),
+                    cell: n.kind == Kind::Cell,
+                    position: 0,
+                });
             } else {
-                1
-            };
-            path.push(Label {
-                text: Rc::from(*text),
-                ordinal,
-            });
-            ids.push(id.clone());
+                if scopes.len() == level + 1 {
+                    scopes.push(Ordinals::default());
+                }
+                scopes[level + 1].clear();
+                self.walk(&n.children, cur, level + 1, ignored, scopes);
+            }
         }
-        if n.children.is_empty() {
-            out.push(Branch {
-                labels: path.clone(),
-                xpath: n.xpath.clone(),
-                ids: ids.clone(),
-                prefix: Vec::new(),
-                num: n.num.clone(),
-                cell: n.kind == Kind::Cell,
-                position: 0,
-            });
-        } else {
-            walk(&n.children, path, ids, ignored, out);
-        }
-        path.truncate(depth);
-        ids.truncate(depth);
     }
+
+    fn push(&mut self, parent: u32, text: &'h str, ordinal: u32, id: &'h str) -> u32 {
+        let p = &self.nodes[parent as usize];
+        let node = Node {
+            parent,
+            depth: p.depth + 1,
+            text,
+            ordinal,
+            id,
+            hash: step_hash(p.hash, text, ordinal),
+            leaves: 0,
+            branch: NONE,
+        };
+        self.nodes.push(node);
+        index(self.nodes.len() - 1)
+    }
+
+    /// Recomputes every prefix hash after labels changed.
+    fn rehash(&mut self) {
+        for i in 0..self.nodes.len() {
+            let parent = match self.nodes[i].parent {
+                NONE => 0,
+                p => self.nodes[p as usize].hash,
+            };
+            let n = &self.nodes[i];
+            self.nodes[i].hash = step_hash(parent, n.text, n.ordinal);
+        }
+    }
+
+    fn node(&self, i: u32) -> &Node<'h> {
+        &self.nodes[i as usize]
+    }
+
+    /// The labels from the root down to node `i`, as (text, ordinal).
+    fn labels(&self, i: u32) -> Vec<(&'h str, u32)> {
+        let mut out = Vec::with_capacity(self.node(i).depth as usize + 1);
+        let mut at = i;
+        while at != NONE {
+            let n = self.node(at);
+            out.push((n.text, n.ordinal));
+            at = n.parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// The label texts from the root down to node `i`.
+    fn texts(&self, i: u32) -> Vec<String> {
+        self.labels(i).iter().map(|(t, _)| t.to_string()).collect()
+    }
+
+    /// The label texts above node `i` (its context).
+    fn context(&self, i: u32) -> Vec<String> {
+        match self.node(i).parent {
+            NONE => Vec::new(),
+            p => self.texts(p),
+        }
+    }
+
+    /// The hash of a branch's context (its leaf's parent).
+    fn context_hash(&self, b: &Leaf<'h>) -> u64 {
+        match self.node(b.node).parent {
+            NONE => 0,
+            p => self.node(p).hash,
+        }
+    }
+
+    fn leaf(&self, b: u32) -> &Leaf<'h> {
+        &self.branches[b as usize]
+    }
+
+    fn leaf_text(&self, b: u32) -> &'h str {
+        self.node(self.leaf(b).node).text
+    }
+
+    /// Whether node `i` lies on some branch and is not a branch's end.
+    fn intermediate(&self, i: usize) -> bool {
+        self.nodes[i].leaves > 0 && self.nodes[i].branch == NONE
+    }
+}
+
+/// A branch written out: the labels from the root (the page title) down to
+/// the leaf value, and the `xpath` id of the hierarchy node behind each
+/// label (the root's is `/page`). For tools and tests; the diff itself
+/// works on an interned label tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchPath {
+    /// The labels, root first.
+    pub labels: Vec<String>,
+    /// The `xpath` id behind each label.
+    pub ids: Vec<String>,
+}
+
+/// Every branch of `h`, in document order.
+pub fn branch_paths(h: &Hierarchy) -> Vec<BranchPath> {
+    let t = LabelTree::new(h, &HashSet::new());
+    t.branches
+        .iter()
+        .map(|b| {
+            let mut labels = Vec::new();
+            let mut ids = Vec::new();
+            let mut at = b.node;
+            while at != NONE {
+                let n = t.node(at);
+                labels.push(n.text.to_string());
+                ids.push(n.id.to_string());
+                at = n.parent;
+            }
+            labels.reverse();
+            ids.reverse();
+            BranchPath { labels, ids }
+        })
+        .collect()
 }
 
 /// What kind of change.
@@ -291,16 +439,17 @@ pub struct Change {
 /// The weighted difference δ of two branches (§2): labels missing from the
 /// longest common subsequence, each weighing 2^-i at its 1-based position i
 /// in its own branch.
-pub fn delta(a: &[Label], b: &[Label]) -> f64 {
+pub fn delta<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
     let (n, m) = (a.len(), b.len());
-    // LCS table (branches are short: depth is capped at 100).
-    let mut t = vec![vec![0u16; m + 1]; n + 1];
+    // LCS table, flat (branches are short: depth is capped at 100).
+    let w = m + 1;
+    let mut t = vec![0u16; (n + 1) * w];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            t[i][j] = if a[i] == b[j] {
-                t[i + 1][j + 1] + 1
+            t[i * w + j] = if a[i] == b[j] {
+                t[(i + 1) * w + j + 1] + 1
             } else {
-                t[i + 1][j].max(t[i][j + 1])
+                t[(i + 1) * w + j].max(t[i * w + j + 1])
             };
         }
     }
@@ -310,7 +459,7 @@ pub fn delta(a: &[Label], b: &[Label]) -> f64 {
         if a[i] == b[j] {
             i += 1;
             j += 1;
-        } else if t[i + 1][j] >= t[i][j + 1] {
+        } else if t[(i + 1) * w + j] >= t[i * w + j + 1] {
             d += weight(i);
             i += 1;
         } else {
@@ -327,24 +476,26 @@ fn weight(index0: usize) -> f64 {
     0.5f64.powi(i32::try_from(index0 + 1).unwrap_or(i32::MAX))
 }
 
-fn common_prefix(a: &[Label], b: &[Label]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 /// Similarity of two leaf texts in [0, 1]: shared prefix and suffix
 /// relative to the longer text (cheap, and enough to pair an edited value
 /// with its old self rather than with a neighbour).
 fn text_similarity(a: &str, b: &str) -> f64 {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let longest = a.len().max(b.len());
+    let longest = a.chars().count().max(b.chars().count());
     if longest == 0 {
         return 1.0;
     }
-    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..]
-        .iter()
+    let (mut pre, mut pre_bytes) = (0, 0);
+    for (x, y) in a.chars().zip(b.chars()) {
+        if x != y {
+            break;
+        }
+        pre += 1;
+        pre_bytes += x.len_utf8();
+    }
+    let suf = a[pre_bytes..]
+        .chars()
         .rev()
-        .zip(b[pre..].iter().rev())
+        .zip(b[pre_bytes..].chars().rev())
         .take_while(|(x, y)| x == y)
         .count();
     (pre + suf) as f64 / longest as f64
@@ -352,9 +503,12 @@ fn text_similarity(a: &str, b: &str) -> f64 {
 
 /// A value of enough substance to be recognised when it moves: not a
 /// number and not a short token such as `—` or `yes`.
-fn movable(b: &Branch) -> bool {
-    let t = &b.leaf().text;
-    !b.cell && b.num.is_none() && (t.chars().count() >= 12 || t.split_whitespace().count() >= 2)
+fn movable(t: &LabelTree<'_>, b: u32) -> bool {
+    let leaf = t.leaf(b);
+    let text = t.leaf_text(b);
+    !leaf.cell
+        && leaf.num.is_none()
+        && (text.chars().count() >= 12 || text.split_whitespace().count() >= 2)
 }
 
 /// How a candidate pair ranks: smaller is better.
@@ -363,30 +517,56 @@ struct Rank {
     delta: f64,
     neg_prefix: i64,
     neg_similarity: f64,
-    distance: usize,
-    new_index: usize,
-    old_index: usize,
+    distance: u32,
+    new_index: u32,
+    old_index: u32,
 }
 
-fn rank(old: &Branch, new: &Branch, oi: usize, ni: usize) -> Rank {
-    Rank {
-        delta: delta(&old.labels, &new.labels),
-        neg_prefix: -(common_prefix(&old.labels, &new.labels) as i64),
-        neg_similarity: -text_similarity(&old.leaf().text, &new.leaf().text),
-        distance: old.position.abs_diff(new.position),
-        new_index: ni,
-        old_index: oi,
+/// The two trees being compared; `a` (old) is relabelled by renames.
+struct Pair<'h> {
+    a: LabelTree<'h>,
+    b: LabelTree<'h>,
+}
+
+impl Pair<'_> {
+    fn rank(&self, oi: u32, ni: u32, kind: ChangeKind) -> Rank {
+        let (o, n) = (self.a.leaf(oi), self.b.leaf(ni));
+        let (delta, prefix) = if kind == ChangeKind::Update {
+            // Same context, different leaf: the LCS is the context, and
+            // what it leaves out is the two leaves at depth k, so
+            // δ = 2 · 2^-(k+1) (what `delta` computes, without the walk).
+            let k = self.a.node(o.node).depth as usize;
+            (2.0 * weight(k), k)
+        } else {
+            let (lo, ln) = (self.a.labels(o.node), self.b.labels(n.node));
+            let prefix = lo.iter().zip(&ln).take_while(|(x, y)| x == y).count();
+            (delta(&lo, &ln), prefix)
+        };
+        Rank {
+            delta,
+            neg_prefix: -(prefix as i64),
+            neg_similarity: -text_similarity(self.a.leaf_text(oi), self.b.leaf_text(ni)),
+            distance: o.position.abs_diff(n.position),
+            new_index: ni,
+            old_index: oi,
+        }
     }
-}
 
-/// Whether a pair may be matched, and as what.
-fn acceptable(old: &Branch, new: &Branch) -> Option<ChangeKind> {
-    if old.labels.len() == new.labels.len() && old.context() == new.context() {
-        Some(ChangeKind::Update)
-    } else if old.leaf().text == new.leaf().text && movable(old) && movable(new) {
-        Some(ChangeKind::Move)
-    } else {
-        None
+    /// Whether a pair may be matched, and as what.
+    fn acceptable(&self, oi: u32, ni: u32) -> Option<ChangeKind> {
+        let (o, n) = (self.a.leaf(oi), self.b.leaf(ni));
+        if self.a.node(o.node).depth == self.b.node(n.node).depth
+            && self.a.context_hash(o) == self.b.context_hash(n)
+        {
+            Some(ChangeKind::Update)
+        } else if self.a.leaf_text(oi) == self.b.leaf_text(ni)
+            && movable(&self.a, oi)
+            && movable(&self.b, ni)
+        {
+            Some(ChangeKind::Move)
+        } else {
+            None
+        }
     }
 }
 
@@ -403,16 +583,16 @@ pub fn diff_ignoring(
     old_ignored: &HashSet<String>,
     new_ignored: &HashSet<String>,
 ) -> Vec<Change> {
-    let a = branches(old, old_ignored);
-    let b = branches(new, new_ignored);
+    let a = LabelTree::new(old, old_ignored);
+    let b = LabelTree::with_capacity(new, new_ignored, a.nodes.len(), a.branches.len());
     compare(a, b, Matcher::Indexed)
 }
 
 /// The same result by the all-pairs search of the paper (a test oracle).
 pub fn diff_naive(old: &Hierarchy, new: &Hierarchy) -> Vec<Change> {
     compare(
-        branches(old, &HashSet::new()),
-        branches(new, &HashSet::new()),
+        LabelTree::new(old, &HashSet::new()),
+        LabelTree::new(new, &HashSet::new()),
         Matcher::AllPairs,
     )
 }
@@ -423,117 +603,118 @@ enum Matcher {
     AllPairs,
 }
 
-fn compare(mut a: Vec<Branch>, b: Vec<Branch>, matcher: Matcher) -> Vec<Change> {
+fn compare<'h>(a: LabelTree<'h>, b: LabelTree<'h>, matcher: Matcher) -> Vec<Change> {
+    let mut p = Pair { a, b };
     let mut changes = Vec::new();
     // 1. Branches present in both are no change.
-    let (mut ra, mut rb) = remaining(&a, &b);
+    let (mut ra, mut rb) = remaining(&p.a, &p.b);
+    if ra.is_empty() && rb.is_empty() {
+        return changes;
+    }
     // 2. Renamed intermediate nodes.
-    let renames = renames(&a, &b, &ra, &rb);
+    let renames = renames(&p.a, &p.b, &ra, &rb);
     if !renames.is_empty() {
-        for r in &renames {
-            changes.push(r.change.clone());
-            for i in &ra {
-                let br = &mut a[*i];
-                if br.labels.len() > r.depth
-                    && br.labels[..r.depth] == r.old_prefix[..]
-                    && br.labels[r.depth] == r.old
-                {
-                    br.labels[r.depth] = r.new.clone();
-                    br.rehash();
-                }
-            }
+        for r in renames {
+            let (text, ordinal) = (p.b.node(r.new).text, p.b.node(r.new).ordinal);
+            let node = &mut p.a.nodes[r.old as usize];
+            node.text = text;
+            node.ordinal = ordinal;
+            changes.push(r.change);
         }
-        let (ra2, rb2) = remaining(&a, &b);
-        ra = ra2;
-        rb = rb2;
+        p.a.rehash();
+        (ra, rb) = remaining(&p.a, &p.b);
     }
     // 3. Pairing.
     let pairs = match matcher {
-        Matcher::Indexed => pair_indexed(&a, &b, &ra, &rb),
-        Matcher::AllPairs => pair_all(&a, &b, &ra, &rb),
+        Matcher::Indexed => pair_indexed(&p, &ra, &rb),
+        Matcher::AllPairs => pair_all(&p, &ra, &rb),
     };
-    let matched_old: FxHashSet<usize> = pairs.iter().map(|p| p.0).collect();
-    let matched_new: FxHashSet<usize> = pairs.iter().map(|p| p.1).collect();
-    for (oi, ni, kind) in &pairs {
-        changes.push(pair_change(&a[*oi], &b[*ni], *kind));
+    let mut matched_old = vec![false; p.a.branches.len()];
+    let mut matched_new = vec![false; p.b.branches.len()];
+    for &(oi, ni, kind) in &pairs {
+        matched_old[oi as usize] = true;
+        matched_new[ni as usize] = true;
+        changes.push(pair_change(&p, oi, ni, kind));
     }
-    let gone: Vec<usize> = ra
-        .iter()
-        .copied()
-        .filter(|i| !matched_old.contains(i))
+    let gone: Vec<u32> = ra
+        .into_iter()
+        .filter(|&i| !matched_old[i as usize])
         .collect();
-    let born: Vec<usize> = rb
-        .iter()
-        .copied()
-        .filter(|i| !matched_new.contains(i))
+    let born: Vec<u32> = rb
+        .into_iter()
+        .filter(|&i| !matched_new[i as usize])
         .collect();
-    changes.extend(whole_nodes(&a, &b, &gone, ChangeKind::Delete));
-    changes.extend(whole_nodes(&b, &a, &born, ChangeKind::Insert));
+    changes.extend(whole_nodes(&p.a, &p.b, &gone, ChangeKind::Delete));
+    changes.extend(whole_nodes(&p.b, &p.a, &born, ChangeKind::Insert));
     changes
 }
 
+/// The hashes of every node of `t` that lies on a branch.
+fn node_hashes(t: &LabelTree<'_>) -> FxHashSet<u64> {
+    t.nodes
+        .iter()
+        .filter(|n| n.leaves > 0)
+        .map(|n| n.hash)
+        .collect()
+}
+
 /// Deletions (or insertions) reported per node: branches `unmatched` of
-/// `tree` are grouped under their topmost node that `other` lacks and
-/// whose branches are all unmatched, so a removed row or item is one change
-/// (`old`/`new` its label, `size` its number of values).
+/// `tree` are grouped under their topmost node that `other` lacks, and a
+/// node whose branches are all unmatched is one change (`old`/`new` its
+/// label, `size` its number of values), so a removed row or item is one
+/// change.
 fn whole_nodes(
-    tree: &[Branch],
-    other: &[Branch],
-    unmatched: &[usize],
+    tree: &LabelTree<'_>,
+    other: &LabelTree<'_>,
+    unmatched: &[u32],
     kind: ChangeKind,
 ) -> Vec<Change> {
-    let other_prefixes: FxHashSet<u64> = other
-        .iter()
-        .flat_map(|b| b.prefix.iter().copied())
-        .collect();
-    let unmatched_set: FxHashSet<usize> = unmatched.iter().copied().collect();
-    // Branch count per prefix in `tree`, to know when a node is wholly unmatched.
-    let mut total: HashMap<u64, usize> = HashMap::default();
-    for b in tree {
-        for &p in &b.prefix {
-            *total.entry(p).or_default() += 1;
-        }
+    if unmatched.is_empty() {
+        return Vec::new();
     }
-    let mut groups: Vec<(u64, usize, Vec<usize>)> = Vec::new();
-    let mut index: HashMap<u64, usize> = HashMap::default();
+    let other_nodes = node_hashes(other);
+    let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut group_of: HashMap<u32, usize> = HashMap::default();
     for &i in unmatched {
-        let b = &tree[i];
-        let depth = (1..=b.labels.len())
-            .find(|&d| !other_prefixes.contains(&b.prefix[d - 1]))
-            .unwrap_or(b.labels.len());
-        let prefix = b.prefix[depth - 1];
-        match index.get(&prefix) {
-            Some(&g) => groups[g].2.push(i),
+        let leaf = tree.leaf(i).node;
+        // The topmost node on the path that `other` lacks (the leaf itself
+        // when `other` holds the whole path, as an inner node).
+        let mut top = leaf;
+        let mut at = leaf;
+        while at != NONE {
+            let n = tree.node(at);
+            if !other_nodes.contains(&n.hash) {
+                top = at;
+            }
+            at = n.parent;
+        }
+        match group_of.get(&top) {
+            Some(&g) => groups[g].1.push(i),
             None => {
-                index.insert(prefix, groups.len());
-                groups.push((prefix, depth, vec![i]));
+                group_of.insert(top, groups.len());
+                groups.push((top, vec![i]));
             }
         }
     }
     let mut out = Vec::new();
-    for (prefix, depth, members) in groups {
-        let whole = members.iter().all(|&m| depth < tree[m].labels.len())
-            && total.get(&prefix).copied() == Some(members.len())
-            && members.iter().all(|m| unmatched_set.contains(m));
-        let items: Vec<(usize, usize)> = if whole {
-            vec![(members[0], depth)]
+    for (top, members) in groups {
+        let node = tree.node(top);
+        let whole = node.branch == NONE && node.leaves as usize == members.len();
+        let items: Vec<u32> = if whole {
+            vec![top]
         } else {
-            members.iter().map(|&m| (m, tree[m].labels.len())).collect()
+            members.iter().map(|&m| tree.leaf(m).node).collect()
         };
-        for (m, d) in items {
-            let b = &tree[m];
-            let value = b.labels[d - 1].text.to_string();
-            let xpath = b
-                .ids
-                .get(d - 1)
-                .map_or_else(|| b.xpath.clone(), |x| x.to_string());
+        for n in items {
+            let value = tree.node(n).text.to_string();
+            let xpath = tree.node(n).id.to_string();
             let (old, new, old_xpath, new_xpath) = match kind {
                 ChangeKind::Delete => (Some(value), None, Some(xpath), None),
                 _ => (None, Some(value), None, Some(xpath)),
             };
             out.push(Change {
                 kind,
-                context: texts(&b.labels[..d - 1]),
+                context: tree.context(n),
                 new_context: None,
                 old,
                 new,
@@ -549,121 +730,128 @@ fn whole_nodes(
     out
 }
 
-fn texts(labels: &[Label]) -> Vec<String> {
-    labels.iter().map(|l| l.text.to_string()).collect()
+/// Indexes (into the branches of `a`, `b`) of the branches not present in
+/// the other tree.
+fn remaining(a: &LabelTree<'_>, b: &LabelTree<'_>) -> (Vec<u32>, Vec<u32>) {
+    let leaves = |t: &LabelTree<'_>| -> FxHashSet<u64> {
+        let mut set = FxHashSet::with_capacity_and_hasher(t.branches.len(), Default::default());
+        set.extend(t.branches.iter().map(|l| t.node(l.node).hash));
+        set
+    };
+    let (in_a, in_b) = (leaves(a), leaves(b));
+    let rest = |t: &LabelTree<'_>, other: &FxHashSet<u64>| -> Vec<u32> {
+        (0..index(t.branches.len()))
+            .filter(|&i| !other.contains(&t.node(t.leaf(i).node).hash))
+            .collect()
+    };
+    (rest(a, &in_b), rest(b, &in_a))
 }
-
-/// Indexes (into `a`, `b`) of the branches not present in the other tree.
-fn remaining(a: &[Branch], b: &[Branch]) -> (Vec<usize>, Vec<usize>) {
-    let leaf = |x: &Branch| x.prefix.last().copied().unwrap_or_default();
-    let in_b: FxHashSet<u64> = b.iter().map(leaf).collect();
-    let in_a: FxHashSet<u64> = a.iter().map(leaf).collect();
-    let ra = (0..a.len())
-        .filter(|&i| !in_b.contains(&leaf(&a[i])))
-        .collect();
-    let rb = (0..b.len())
-        .filter(|&i| !in_a.contains(&leaf(&b[i])))
-        .collect();
-    (ra, rb)
-}
-
-/// An intermediate node: its parent's labels and its own label.
-type NodeKey = (Vec<Label>, Label);
-/// The label suffixes below a node, and one branch index reaching it.
-type Subtree = (Vec<Vec<Label>>, usize);
 
 struct Rename {
-    depth: usize,
-    old_prefix: Vec<Label>,
-    old: Label,
-    new: Label,
+    /// The node of the old tree.
+    old: u32,
+    /// The node of the new tree.
+    new: u32,
     change: Change,
 }
 
+/// Intermediate nodes of `t` absent from `other`, topmost first, each with
+/// the hashes of its remaining branches' label suffixes below it, in
+/// document order.
+fn lost_nodes(
+    t: &LabelTree<'_>,
+    other: &LabelTree<'_>,
+    rest: &[u32],
+) -> Vec<(u32, FxHashSet<u64>)> {
+    let present: FxHashSet<u64> = (0..other.nodes.len())
+        .filter(|&i| other.intermediate(i))
+        .map(|i| other.nodes[i].hash)
+        .collect();
+    let mut groups: Vec<(u32, FxHashSet<u64>)> = Vec::new();
+    let mut group_of: HashMap<u32, usize> = HashMap::default();
+    for &i in rest {
+        let leaf = t.leaf(i).node;
+        let mut top = NONE;
+        let mut at = t.node(leaf).parent;
+        while at != NONE {
+            if !present.contains(&t.node(at).hash) {
+                top = at;
+            }
+            at = t.node(at).parent;
+        }
+        if top == NONE {
+            continue;
+        }
+        // The label suffix below `top`, hashed from the top down.
+        let labels = t.labels(leaf);
+        let below = t.node(top).depth as usize + 1;
+        let suffix = labels[below..]
+            .iter()
+            .fold(0, |h, (text, ordinal)| step_hash(h, text, *ordinal));
+        let g = *group_of.entry(top).or_insert_with(|| {
+            groups.push((top, FxHashSet::default()));
+            groups.len() - 1
+        });
+        groups[g].1.insert(suffix);
+    }
+    groups.sort_by_key(|g| g.0);
+    groups
+}
+
 /// Intermediate nodes whose label changed while what they own stayed: an
-/// old node (prefix) absent from the new tree and a new node under the same
-/// parent absent from the old one, sharing at least half of their subtrees'
+/// old node absent from the new tree and a new node under the same parent
+/// absent from the old one, sharing at least half of their subtrees'
 /// relative branches.
-fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename> {
-    // Prefixes (parent, label) of intermediate nodes that exist in only one tree.
-    fn prefixes(set: &[Branch]) -> FxHashSet<u64> {
-        set.iter()
-            .flat_map(|b| b.prefix[..b.prefix.len().saturating_sub(1)].iter().copied())
-            .collect()
+fn renames(a: &LabelTree<'_>, b: &LabelTree<'_>, ra: &[u32], rb: &[u32]) -> Vec<Rename> {
+    let gone = lost_nodes(a, b, ra);
+    if gone.is_empty() {
+        return Vec::new();
     }
-    let pa = prefixes(a);
-    let pb = prefixes(b);
-    // Suffix sets of gone / new nodes, grouped by parent.
-    let mut gone: BTreeMap<NodeKey, Subtree> = BTreeMap::new();
-    let mut born: BTreeMap<NodeKey, Subtree> = BTreeMap::new();
-    for &i in ra {
-        let br = &a[i];
-        for d in 0..br.labels.len().saturating_sub(1) {
-            if !pb.contains(&br.prefix[d]) {
-                let e = gone
-                    .entry((br.labels[..d].to_vec(), br.labels[d].clone()))
-                    .or_insert((Vec::new(), i));
-                e.0.push(br.labels[d + 1..].to_vec());
-                break;
-            }
-        }
+    let born = lost_nodes(b, a, rb);
+    let parent_hash = |t: &LabelTree<'_>, i: u32| match t.node(i).parent {
+        NONE => 0,
+        p => t.node(p).hash,
+    };
+    let mut born_by_parent: HashMap<u64, Vec<usize>> = HashMap::default();
+    for (k, (node, _)) in born.iter().enumerate() {
+        born_by_parent
+            .entry(parent_hash(b, *node))
+            .or_default()
+            .push(k);
     }
-    for &i in rb {
-        let br = &b[i];
-        for d in 0..br.labels.len().saturating_sub(1) {
-            if !pa.contains(&br.prefix[d]) {
-                let e = born
-                    .entry((br.labels[..d].to_vec(), br.labels[d].clone()))
-                    .or_insert((Vec::new(), i));
-                e.0.push(br.labels[d + 1..].to_vec());
-                break;
-            }
-        }
-    }
+    let mut used = vec![false; born.len()];
     let mut out = Vec::new();
-    let mut used_new: HashSet<(Vec<Label>, Label)> = HashSet::new();
-    for ((parent, old_label), (old_suffixes, oi)) in &gone {
-        let old_set: HashSet<&Vec<Label>> = old_suffixes.iter().collect();
-        let mut best: Option<(f64, &NodeKey, usize)> = None;
-        for (key, (new_suffixes, ni)) in born.range(
-            (
-                parent.clone(),
-                Label {
-                    text: Rc::from(""),
-                    ordinal: 0,
-                },
-            )..,
-        ) {
-            if &key.0 != parent {
-                break;
-            }
-            if used_new.contains(key) {
+    for (old, old_set) in &gone {
+        let mut best: Option<(f64, usize)> = None;
+        for &k in born_by_parent
+            .get(&parent_hash(a, *old))
+            .into_iter()
+            .flatten()
+        {
+            if used[k] {
                 continue;
             }
-            let new_set: HashSet<&Vec<Label>> = new_suffixes.iter().collect();
-            let shared = old_set.intersection(&new_set).count();
+            let new_set = &born[k].1;
+            let shared = old_set.intersection(new_set).count();
             let jaccard = shared as f64 / (old_set.len() + new_set.len() - shared).max(1) as f64;
-            if jaccard >= 0.5 && best.is_none_or(|(j, _, _)| jaccard > j) {
-                best = Some((jaccard, key, *ni));
+            if jaccard >= 0.5 && best.is_none_or(|(j, _)| jaccard > j) {
+                best = Some((jaccard, k));
             }
         }
-        if let Some((_, key, ni)) = best {
-            used_new.insert(key.clone());
-            let depth = parent.len();
-            let (ob, nb) = (&a[*oi], &b[ni]);
+        if let Some((_, k)) = best {
+            used[k] = true;
+            let new = born[k].0;
             out.push(Rename {
-                depth,
-                old_prefix: parent.clone(),
-                old: old_label.clone(),
-                new: key.1.clone(),
+                old: *old,
+                new,
                 change: Change {
                     kind: ChangeKind::Update,
-                    context: texts(parent),
+                    context: a.context(*old),
                     new_context: None,
-                    old: Some(old_label.text.to_string()),
-                    new: Some(key.1.text.to_string()),
-                    old_xpath: ob.ids.get(depth).map(|x| x.to_string()),
-                    new_xpath: nb.ids.get(depth).map(|x| x.to_string()),
+                    old: Some(a.node(*old).text.to_string()),
+                    new: Some(b.node(new).text.to_string()),
+                    old_xpath: Some(a.node(*old).id.to_string()),
+                    new_xpath: Some(b.node(new).id.to_string()),
                     old_num: None,
                     new_num: None,
                     delta: None,
@@ -677,28 +865,28 @@ fn renames(a: &[Branch], b: &[Branch], ra: &[usize], rb: &[usize]) -> Vec<Rename
 
 /// Greedy one-to-one pairing, best rank first, over the candidates the two
 /// indexes give (same context, same movable value).
-fn pair_indexed(
-    a: &[Branch],
-    b: &[Branch],
-    ra: &[usize],
-    rb: &[usize],
-) -> Vec<(usize, usize, ChangeKind)> {
-    let parent = |b: &Branch| b.prefix.len().checked_sub(2).map_or(0, |i| b.prefix[i]);
-    let mut by_context: HashMap<u64, Vec<usize>> = HashMap::default();
-    let mut by_value: HashMap<&str, Vec<usize>> = HashMap::default();
+fn pair_indexed(p: &Pair<'_>, ra: &[u32], rb: &[u32]) -> Vec<(u32, u32, ChangeKind)> {
+    let mut by_context: HashMap<u64, Vec<u32>> = HashMap::default();
+    let mut by_value: HashMap<&str, Vec<u32>> = HashMap::default();
     for &i in ra {
-        by_context.entry(parent(&a[i])).or_default().push(i);
-        if movable(&a[i]) {
-            by_value.entry(&*a[i].leaf().text).or_default().push(i);
+        by_context
+            .entry(p.a.context_hash(p.a.leaf(i)))
+            .or_default()
+            .push(i);
+        if movable(&p.a, i) {
+            by_value.entry(p.a.leaf_text(i)).or_default().push(i);
         }
     }
     let mut candidates = Vec::new();
+    let mut seen = FxHashSet::default();
     for &j in rb {
-        let nb = &b[j];
-        let mut seen = HashSet::new();
-        let ctx = by_context.get(&parent(nb)).into_iter().flatten();
-        let val = if movable(nb) {
-            by_value.get(&*nb.leaf().text)
+        seen.clear();
+        let ctx = by_context
+            .get(&p.b.context_hash(p.b.leaf(j)))
+            .into_iter()
+            .flatten();
+        let val = if movable(&p.b, j) {
+            by_value.get(p.b.leaf_text(j))
         } else {
             None
         };
@@ -706,72 +894,69 @@ fn pair_indexed(
             if !seen.insert(i) {
                 continue;
             }
-            if let Some(kind) = acceptable(&a[i], nb) {
-                candidates.push((rank(&a[i], nb, i, j), i, j, kind));
+            if let Some(kind) = p.acceptable(i, j) {
+                candidates.push((p.rank(i, j, kind), i, j, kind));
             }
         }
     }
-    greedy(candidates)
+    greedy(candidates, p.a.branches.len(), p.b.branches.len())
 }
 
 /// The paper's all-pairs search (quadratic): every old branch against every
 /// new one.
-fn pair_all(
-    a: &[Branch],
-    b: &[Branch],
-    ra: &[usize],
-    rb: &[usize],
-) -> Vec<(usize, usize, ChangeKind)> {
+fn pair_all(p: &Pair<'_>, ra: &[u32], rb: &[u32]) -> Vec<(u32, u32, ChangeKind)> {
     let mut candidates = Vec::new();
     for &j in rb {
         for &i in ra {
-            if let Some(kind) = acceptable(&a[i], &b[j]) {
-                candidates.push((rank(&a[i], &b[j], i, j), i, j, kind));
+            if let Some(kind) = p.acceptable(i, j) {
+                candidates.push((p.rank(i, j, kind), i, j, kind));
             }
         }
     }
-    greedy(candidates)
+    greedy(candidates, p.a.branches.len(), p.b.branches.len())
 }
 
 fn greedy(
-    mut candidates: Vec<(Rank, usize, usize, ChangeKind)>,
-) -> Vec<(usize, usize, ChangeKind)> {
+    mut candidates: Vec<(Rank, u32, u32, ChangeKind)>,
+    old_count: usize,
+    new_count: usize,
+) -> Vec<(u32, u32, ChangeKind)> {
     candidates.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
-    let mut used_old = HashSet::new();
-    let mut used_new = HashSet::new();
+    let mut used_old = vec![false; old_count];
+    let mut used_new = vec![false; new_count];
     let mut out = Vec::new();
     for (_, i, j, kind) in candidates {
-        if used_old.contains(&i) || used_new.contains(&j) {
+        if used_old[i as usize] || used_new[j as usize] {
             continue;
         }
-        used_old.insert(i);
-        used_new.insert(j);
+        used_old[i as usize] = true;
+        used_new[j as usize] = true;
         out.push((i, j, kind));
     }
     out.sort_by_key(|&(i, j, _)| (j, i));
     out
 }
 
-fn pair_change(o: &Branch, n: &Branch, kind: ChangeKind) -> Change {
+fn pair_change(p: &Pair<'_>, oi: u32, ni: u32, kind: ChangeKind) -> Change {
+    let (o, n) = (p.a.leaf(oi), p.b.leaf(ni));
     let numeric = kind == ChangeKind::Update && o.num.is_some() && n.num.is_some();
+    let (old_num, new_num, delta) = match (o.num, n.num) {
+        (Some(x), Some(y)) if numeric => {
+            (Some(x.to_string()), Some(y.to_string()), decimal_sub(y, x))
+        }
+        _ => (None, None, None),
+    };
     Change {
         kind,
-        context: texts(o.context()),
-        new_context: (kind == ChangeKind::Move).then(|| texts(n.context())),
-        old: Some(o.leaf().text.to_string()),
-        new: Some(n.leaf().text.to_string()),
-        old_xpath: Some(o.xpath.clone()),
-        new_xpath: Some(n.xpath.clone()),
-        old_num: if numeric { o.num.clone() } else { None },
-        new_num: if numeric { n.num.clone() } else { None },
-        delta: if numeric {
-            match (&o.num, &n.num) {
-                (Some(x), Some(y)) => decimal_sub(y, x),
-                _ => None,
-            }
-        } else {
-            None
-        },
+        context: p.a.context(o.node),
+        new_context: (kind == ChangeKind::Move).then(|| p.b.context(n.node)),
+        old: Some(p.a.leaf_text(oi).to_string()),
+        new: Some(p.b.leaf_text(ni).to_string()),
+        old_xpath: Some(o.xpath.to_string()),
+        new_xpath: Some(n.xpath.to_string()),
+        old_num,
+        new_num,
+        delta,
         size: None,
     }
 }
@@ -812,11 +997,8 @@ pub fn decimal_sub(y: &str, x: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn l(t: &str) -> Label {
-        Label {
-            text: t.into(),
-            ordinal: 1,
-        }
+    fn l(t: &str) -> (&str, u32) {
+        (t, 1)
     }
 
     #[test]
