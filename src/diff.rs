@@ -66,6 +66,9 @@ struct Node<'h> {
     leaves: u32,
     /// The branch ending here, if any.
     branch: u32,
+    /// For a cell's column header: which table (numbered in document
+    /// order) it heads a column of; `NONE` for every other label.
+    header_of: u32,
 }
 
 /// A branch: a root-to-leaf label path, held as its leaf node.
@@ -84,6 +87,99 @@ struct Leaf<'h> {
 struct LabelTree<'h> {
     nodes: Vec<Node<'h>>,
     branches: Vec<Leaf<'h>>,
+}
+
+/// Equal-text siblings that own structure (two sections both headed
+/// "Price", repeated records with one title) are told apart by ordinals,
+/// and ordinals shift when one of them is edited, comes or goes. Before
+/// comparing, the old tree's ordinals in such groups are re-assigned so
+/// that each old node takes the ordinal of the new sibling whose content
+/// (the leaf values below it) it shares most with; old nodes sharing nothing
+/// pair up in order, and those left over get ordinals the new tree does not
+/// use. Returns whether any
+/// ordinal changed (the caller then rehashes).
+fn align_ordinals<'h>(a: &mut LabelTree<'h>, b: &LabelTree<'h>) -> bool {
+    let parent_hash = |t: &LabelTree<'h>, i: usize| match t.nodes[i].parent {
+        NONE => 0,
+        p => t.node(p).hash,
+    };
+    // Groups with a second member on either side.
+    let mut keys: FxHashSet<(u64, &'h str)> = FxHashSet::default();
+    for t in [&*a, b] {
+        for i in 1..t.nodes.len() {
+            if t.nodes[i].ordinal >= 2 && t.intermediate(i) {
+                keys.insert((parent_hash(t, i), t.nodes[i].text));
+            }
+        }
+    }
+    if keys.is_empty() {
+        return false;
+    }
+    let members = |t: &LabelTree<'h>| {
+        let mut m: HashMap<(u64, &'h str), Vec<u32>> = HashMap::default();
+        for i in 1..t.nodes.len() {
+            if t.intermediate(i) {
+                let key = (parent_hash(t, i), t.nodes[i].text);
+                if keys.contains(&key) {
+                    m.entry(key).or_default().push(index(i));
+                }
+            }
+        }
+        m
+    };
+    let (ma, mb) = (members(a), members(b));
+    let mut renumber: Vec<(u32, u32)> = Vec::new();
+    let mut groups: Vec<_> = ma.iter().collect();
+    groups.sort_by_key(|(_, nodes)| nodes[0]);
+    for (key, olds) in groups {
+        let Some(news) = mb.get(key) else { continue };
+        let (so, sn): (Vec<_>, Vec<_>) = (
+            olds.iter().map(|&i| a.values(i)).collect(),
+            news.iter().map(|&i| b.values(i)).collect(),
+        );
+        let mut pairs = Vec::new();
+        for (x, s) in so.iter().enumerate() {
+            for (y, t) in sn.iter().enumerate() {
+                let shared = s.intersection(t).count();
+                if shared > 0 {
+                    let jaccard = shared as f64 / (s.len() + t.len() - shared) as f64;
+                    pairs.push((-jaccard, x.abs_diff(y), x, y));
+                }
+            }
+        }
+        pairs.sort_by(|p, q| p.partial_cmp(q).unwrap_or(std::cmp::Ordering::Equal));
+        let (mut used_o, mut used_n) = (vec![false; olds.len()], vec![false; news.len()]);
+        for (_, _, x, y) in pairs {
+            if !used_o[x] && !used_n[y] {
+                used_o[x] = true;
+                used_n[y] = true;
+                renumber.push((olds[x], b.node(news[y]).ordinal));
+            }
+        }
+        // Those sharing nothing pair up in order (a node whose heading and
+        // content both changed), the rest take unused ordinals.
+        let mut free_new = (0..news.len()).filter(|&y| !used_n[y]);
+        let mut spare = news.iter().map(|&n| b.node(n).ordinal).max().unwrap_or(0);
+        for (x, used) in used_o.iter().enumerate() {
+            if !used {
+                let ordinal = match free_new.next() {
+                    Some(y) => b.node(news[y]).ordinal,
+                    None => {
+                        spare += 1;
+                        spare
+                    }
+                };
+                renumber.push((olds[x], ordinal));
+            }
+        }
+    }
+    let mut changed = false;
+    for (node, ordinal) in renumber {
+        let n = &mut a.nodes[node as usize];
+        changed |= n.ordinal != ordinal;
+        n.ordinal = ordinal;
+    }
+    changed
 }
 
 /// Ordinals of the labels under one tree node: how many siblings so far
@@ -192,9 +288,11 @@ impl<'h> LabelTree<'h> {
             hash: step_hash(0, title, 1),
             leaves: 0,
             branch: NONE,
+            header_of: NONE,
         });
         let mut scopes = vec![Ordinals::default()];
-        t.walk(&h.children, 0, 0, ignored, &mut scopes);
+        let mut tables = (0, NONE);
+        t.walk(&h.children, 0, 0, ignored, &mut scopes, &mut tables);
         // Branch counts, children before parents.
         for i in (1..t.nodes.len()).rev() {
             let (p, c) = (t.nodes[i].parent as usize, t.nodes[i].leaves);
@@ -222,20 +320,31 @@ impl<'h> LabelTree<'h> {
         level: usize,
         ignored: &HashSet<String>,
         scopes: &mut Vec<Ordinals<'h>>,
+        tables: &mut (u32, u32),
     ) {
         for n in nodes {
             if !ignored.is_empty() && ignored.contains(&n.xpath) {
                 continue;
             }
+            // (tables seen so far, the table being walked)
+            let outer = tables.1;
+            if n.kind == Kind::Table {
+                tables.1 = tables.0;
+                tables.0 += 1;
+            }
             let (labels, count) = node_labels(n);
             if count == 0 {
-                self.walk(&n.children, at, level, ignored, scopes);
+                self.walk(&n.children, at, level, ignored, scopes, tables);
+                tables.1 = outer;
                 continue;
             }
             let mut cur = at;
             for (i, text) in labels[..count].iter().enumerate() {
                 let ordinal = if i == 0 { scopes[level].next(text) } else { 1 };
                 cur = self.push(cur, text, ordinal, &n.xpath);
+                if i == 0 && n.kind == Kind::Cell && n.col.is_some() {
+                    self.nodes[cur as usize].header_of = tables.1;
+                }
             }
             if n.children.is_empty() {
                 let node = &mut self.nodes[cur as usize];
@@ -253,8 +362,9 @@ impl<'h> LabelTree<'h> {
                     scopes.push(Ordinals::default());
                 }
                 scopes[level + 1].clear();
-                self.walk(&n.children, cur, level + 1, ignored, scopes);
+                self.walk(&n.children, cur, level + 1, ignored, scopes, tables);
             }
+            tables.1 = outer;
         }
     }
 
@@ -269,6 +379,7 @@ impl<'h> LabelTree<'h> {
             hash: step_hash(p.hash, text, ordinal),
             leaves: 0,
             branch: NONE,
+            header_of: NONE,
         };
         self.nodes.push(node);
         index(self.nodes.len() - 1)
@@ -330,6 +441,22 @@ impl<'h> LabelTree<'h> {
 
     fn leaf_text(&self, b: u32) -> &'h str {
         self.node(self.leaf(b).node).text
+    }
+
+    /// The leaf values under node `i` (nodes are in pre-order: its
+    /// descendants directly follow it).
+    fn values(&self, i: u32) -> FxHashSet<&'h str> {
+        let depth = self.node(i).depth;
+        let mut out = FxHashSet::default();
+        for n in self.nodes[i as usize + 1..]
+            .iter()
+            .take_while(|n| n.depth > depth)
+        {
+            if n.branch != NONE {
+                out.insert(n.text);
+            }
+        }
+        out
     }
 
     /// Whether node `i` lies on some branch and is not a branch's end.
@@ -431,7 +558,9 @@ pub struct Change {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta: Option<String>,
     /// For an insert or delete of a whole node (a row, an item with its
-    /// link, a section): how many values it held.
+    /// link, a section): how many values it held. For an update of a
+    /// column header: how many rows it labels (one change for all of them;
+    /// `context` is then what those rows share).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
 }
@@ -606,6 +735,9 @@ enum Matcher {
 fn compare<'h>(a: LabelTree<'h>, b: LabelTree<'h>, matcher: Matcher) -> Vec<Change> {
     let mut p = Pair { a, b };
     let mut changes = Vec::new();
+    if align_ordinals(&mut p.a, &p.b) {
+        p.a.rehash();
+    }
     // 1. Branches present in both are no change.
     let (mut ra, mut rb) = remaining(&p.a, &p.b);
     if ra.is_empty() && rb.is_empty() {
@@ -614,12 +746,41 @@ fn compare<'h>(a: LabelTree<'h>, b: LabelTree<'h>, matcher: Matcher) -> Vec<Chan
     // 2. Renamed intermediate nodes.
     let renames = renames(&p.a, &p.b, &ra, &rb);
     if !renames.is_empty() {
+        // A column header renamed over several rows is one change.
+        let mut header_change: HashMap<(u32, &str, &str), usize> = HashMap::default();
         for r in renames {
             let (text, ordinal) = (p.b.node(r.new).text, p.b.node(r.new).ordinal);
             let node = &mut p.a.nodes[r.old as usize];
+            // Only the ordinal moved (an equal-text sibling before it came
+            // or went): the same data, relabelled silently.
+            let silent = node.text == text;
+            let (old_text, table) = (node.text, node.header_of);
             node.text = text;
             node.ordinal = ordinal;
-            changes.push(r.change);
+            if silent {
+                continue;
+            }
+            if table == NONE {
+                changes.push(r.change);
+                continue;
+            }
+            match header_change.get(&(table, old_text, text)) {
+                Some(&k) => {
+                    let c: &mut Change = &mut changes[k];
+                    let common = c
+                        .context
+                        .iter()
+                        .zip(&r.change.context)
+                        .take_while(|(x, y)| x == y)
+                        .count();
+                    c.context.truncate(common);
+                    c.size = Some(c.size.unwrap_or(1) + 1);
+                }
+                None => {
+                    header_change.insert((table, old_text, text), changes.len());
+                    changes.push(r.change);
+                }
+            }
         }
         p.a.rehash();
         (ra, rb) = remaining(&p.a, &p.b);
@@ -634,6 +795,11 @@ fn compare<'h>(a: LabelTree<'h>, b: LabelTree<'h>, matcher: Matcher) -> Vec<Chan
     for &(oi, ni, kind) in &pairs {
         matched_old[oi as usize] = true;
         matched_new[ni as usize] = true;
+        // Same context, same text, another ordinal: an equal-text sibling
+        // came or went, this value did not change.
+        if kind == ChangeKind::Update && p.a.leaf_text(oi) == p.b.leaf_text(ni) {
+            continue;
+        }
         changes.push(pair_change(&p, oi, ni, kind));
     }
     let gone: Vec<u32> = ra
@@ -644,9 +810,80 @@ fn compare<'h>(a: LabelTree<'h>, b: LabelTree<'h>, matcher: Matcher) -> Vec<Chan
         .into_iter()
         .filter(|&i| !matched_new[i as usize])
         .collect();
-    changes.extend(whole_nodes(&p.a, &p.b, &gone, ChangeKind::Delete));
-    changes.extend(whole_nodes(&p.b, &p.a, &born, ChangeKind::Insert));
+    // A node that came or went has only remaining branches below it, and
+    // those are unmatched or moved: with neither, there is nothing more.
+    if gone.is_empty() && born.is_empty() && pairs.iter().all(|x| x.2 != ChangeKind::Move) {
+        return changes;
+    }
+    let (a_nodes, b_nodes) = (node_hashes(&p.a), node_hashes(&p.b));
+    let (deleted, whole_a) = whole_nodes(&p.a, &b_nodes, &gone, ChangeKind::Delete);
+    let (inserted, whole_b) = whole_nodes(&p.b, &a_nodes, &born, ChangeKind::Insert);
+    changes.extend(deleted);
+    changes.extend(bare_labels(&p.a, &b_nodes, &whole_a, ChangeKind::Delete));
+    changes.extend(bare_labels(&p.b, &a_nodes, &whole_b, ChangeKind::Insert));
+    changes.extend(inserted);
     changes
+}
+
+/// Headings, captions, keys and item labels that came or went while what
+/// they held moved elsewhere or was reported below them: each is a change
+/// of its own with `size` 0 (a label, no values). Deletions come deepest
+/// first, insertions outermost first. Labels that go with a value of the
+/// same node (a link's text above its target, a column header above its
+/// cell) and nodes inside a whole inserted or deleted node are not repeated.
+fn bare_labels(
+    tree: &LabelTree<'_>,
+    other_nodes: &FxHashSet<u64>,
+    whole: &[u32],
+    kind: ChangeKind,
+) -> Vec<Change> {
+    let whole: FxHashSet<u32> = whole.iter().copied().collect();
+    let mut covered = vec![false; tree.nodes.len()];
+    let mut found = Vec::new();
+    for i in 0..tree.nodes.len() {
+        let n = &tree.nodes[i];
+        covered[i] = whole.contains(&index(i)) || (n.parent != NONE && covered[n.parent as usize]);
+        if covered[i] || !tree.intermediate(i) || other_nodes.contains(&n.hash) {
+            continue;
+        }
+        let same_node_below = tree
+            .nodes
+            .get(i + 1)
+            .is_some_and(|c| c.parent == index(i) && c.id == n.id);
+        if !same_node_below {
+            found.push(index(i));
+        }
+    }
+    if kind == ChangeKind::Delete {
+        found.reverse();
+    }
+    found
+        .into_iter()
+        .map(|n| node_change(tree, n, kind, Some(0)))
+        .collect()
+}
+
+/// An insert or delete of node `n` of `tree` holding `size` values.
+fn node_change(tree: &LabelTree<'_>, n: u32, kind: ChangeKind, size: Option<usize>) -> Change {
+    let value = tree.node(n).text.to_string();
+    let xpath = tree.node(n).id.to_string();
+    let (old, new, old_xpath, new_xpath) = match kind {
+        ChangeKind::Delete => (Some(value), None, Some(xpath), None),
+        _ => (None, Some(value), None, Some(xpath)),
+    };
+    Change {
+        kind,
+        context: tree.context(n),
+        new_context: None,
+        old,
+        new,
+        old_xpath,
+        new_xpath,
+        old_num: None,
+        new_num: None,
+        delta: None,
+        size,
+    }
 }
 
 /// The hashes of every node of `t` that lies on a branch.
@@ -665,21 +902,20 @@ fn node_hashes(t: &LabelTree<'_>) -> FxHashSet<u64> {
 /// change.
 fn whole_nodes(
     tree: &LabelTree<'_>,
-    other: &LabelTree<'_>,
+    other_nodes: &FxHashSet<u64>,
     unmatched: &[u32],
     kind: ChangeKind,
-) -> Vec<Change> {
+) -> (Vec<Change>, Vec<u32>) {
     if unmatched.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    let other_nodes = node_hashes(other);
     let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
     let mut group_of: HashMap<u32, usize> = HashMap::default();
+    let mut inner: Option<FxHashSet<u64>> = None;
     for &i in unmatched {
         let leaf = tree.leaf(i).node;
-        // The topmost node on the path that `other` lacks (the leaf itself
-        // when `other` holds the whole path, as an inner node).
-        let mut top = leaf;
+        // The topmost node on the path that `other` lacks.
+        let mut top = NONE;
         let mut at = leaf;
         while at != NONE {
             let n = tree.node(at);
@@ -687,6 +923,25 @@ fn whole_nodes(
                 top = at;
             }
             at = n.parent;
+        }
+        if top == NONE {
+            // `other` holds the whole path, as an inner node. If `tree` has
+            // no inner node of that path, the label itself stayed and only
+            // its role changed (an item that owned a nested list now stands
+            // alone, or the reverse): not new data, and what it gained or
+            // lost below is reported on its own. Otherwise `tree` holds the
+            // label twice (as here, and as that inner node), and this one
+            // really came or went.
+            let inner = inner.get_or_insert_with(|| {
+                (0..tree.nodes.len())
+                    .filter(|&n| tree.intermediate(n))
+                    .map(|n| tree.nodes[n].hash)
+                    .collect::<FxHashSet<u64>>()
+            });
+            if !inner.contains(&tree.node(leaf).hash) {
+                continue;
+            }
+            top = leaf;
         }
         match group_of.get(&top) {
             Some(&g) => groups[g].1.push(i),
@@ -696,38 +951,61 @@ fn whole_nodes(
             }
         }
     }
-    let mut out = Vec::new();
+    let mut items = Vec::new();
     for (top, members) in groups {
-        let node = tree.node(top);
-        let whole = node.branch == NONE && node.leaves as usize == members.len();
-        let items: Vec<u32> = if whole {
-            vec![top]
-        } else {
-            members.iter().map(|&m| tree.leaf(m).node).collect()
-        };
-        for n in items {
-            let value = tree.node(n).text.to_string();
-            let xpath = tree.node(n).id.to_string();
-            let (old, new, old_xpath, new_xpath) = match kind {
-                ChangeKind::Delete => (Some(value), None, Some(xpath), None),
-                _ => (None, Some(value), None, Some(xpath)),
-            };
-            out.push(Change {
-                kind,
-                context: tree.context(n),
-                new_context: None,
-                old,
-                new,
-                old_xpath,
-                new_xpath,
-                old_num: None,
-                new_num: None,
-                delta: None,
-                size: whole.then_some(members.len()),
-            });
+        split_whole(tree, top, &members, &mut items);
+    }
+    let whole = items
+        .iter()
+        .filter(|(_, size)| size.is_some())
+        .map(|(n, _)| *n)
+        .collect();
+    let changes = items
+        .into_iter()
+        .map(|(n, size)| node_change(tree, n, kind, size))
+        .collect();
+    (changes, whole)
+}
+
+/// The nodes to report for unmatched branches `members` under `top`: `top`
+/// itself when every branch below it is unmatched (with their count),
+/// else the same question one level down, child by child, down to single
+/// values. So a section whose title changed and one of whose paragraphs
+/// moved away is reported as its other subsections, whole, not as every
+/// value in them.
+fn split_whole(
+    tree: &LabelTree<'_>,
+    top: u32,
+    members: &[u32],
+    out: &mut Vec<(u32, Option<usize>)>,
+) {
+    let node = tree.node(top);
+    if node.branch != NONE {
+        out.push((top, None));
+        return;
+    }
+    if node.leaves as usize == members.len() {
+        out.push((top, Some(members.len())));
+        return;
+    }
+    let mut children: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut child_of: HashMap<u32, usize> = HashMap::default();
+    for &m in members {
+        let mut at = tree.leaf(m).node;
+        while tree.node(at).parent != top && tree.node(at).parent != NONE {
+            at = tree.node(at).parent;
+        }
+        match child_of.get(&at) {
+            Some(&k) => children[k].1.push(m),
+            None => {
+                child_of.insert(at, children.len());
+                children.push((at, vec![m]));
+            }
         }
     }
-    out
+    for (child, below) in children {
+        split_whole(tree, child, &below, out);
+    }
 }
 
 /// Indexes (into the branches of `a`, `b`) of the branches not present in
@@ -823,6 +1101,9 @@ fn renames(a: &LabelTree<'_>, b: &LabelTree<'_>, ra: &[u32], rb: &[u32]) -> Vec<
     let mut out = Vec::new();
     for (old, old_set) in &gone {
         let mut best: Option<(f64, usize)> = None;
+        // The roots (page titles) pair whatever they hold: a page has one
+        // title, and a new one is that title's update.
+        let is_root = a.node(*old).parent == NONE;
         for &k in born_by_parent
             .get(&parent_hash(a, *old))
             .into_iter()
@@ -834,7 +1115,7 @@ fn renames(a: &LabelTree<'_>, b: &LabelTree<'_>, ra: &[u32], rb: &[u32]) -> Vec<
             let new_set = &born[k].1;
             let shared = old_set.intersection(new_set).count();
             let jaccard = shared as f64 / (old_set.len() + new_set.len() - shared).max(1) as f64;
-            if jaccard >= 0.5 && best.is_none_or(|(j, _)| jaccard > j) {
+            if (jaccard >= 0.5 || is_root) && best.is_none_or(|(j, _)| jaccard > j) {
                 best = Some((jaccard, k));
             }
         }

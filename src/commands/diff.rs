@@ -95,7 +95,11 @@ pub fn text_line(c: &Change) -> String {
     };
     let size = c
         .size
-        .map(|n| format!(" ({n} value{})", if n == 1 { "" } else { "s" }))
+        .map(|n| match n {
+            0 => " (label only)".to_string(),
+            1 => " (1 value)".to_string(),
+            n => format!(" ({n} values)"),
+        })
         .unwrap_or_default();
     match c.kind {
         ChangeKind::Update => {
@@ -110,8 +114,12 @@ pub fn text_line(c: &Change) -> String {
                     }
                 })
                 .unwrap_or_default();
+            let places = match c.size {
+                Some(n) if n > 1 => format!(" (column header, {n} rows)"),
+                _ => String::new(),
+            };
             format!(
-                "update  {at}{} -> {}{delta}",
+                "update  {at}{} -> {}{delta}{places}",
                 c.old.as_deref().unwrap_or(""),
                 c.new.as_deref().unwrap_or("")
             )

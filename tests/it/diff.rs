@@ -255,11 +255,64 @@ fn fast_matcher_equals_the_oracle_on_real_captures() {
         .collect();
     files.sort();
     let pages: Vec<Hierarchy> = files.iter().map(|p| h(&read_page(p))).collect();
+    let mut incomplete = 0;
     for a in &pages {
         for b in &pages {
-            assert_eq!(diff(a, b), diff_naive(a, b));
+            let changes = diff(a, b);
+            assert_eq!(changes, diff_naive(a, b));
+            if let Err(e) = crate::complete::check(a, b, &changes) {
+                eprintln!("{e}");
+                incomplete += 1;
+            }
         }
     }
+    // Completeness over every ordered pair of captures: two pairs (FEMA
+    // captures whose sections were re-nested, both directions) are not
+    // complete today (a value moved under a label the change list does not
+    // create). Known gap, listed in the README; the bound only falls.
+    assert!(
+        incomplete <= 2,
+        "{incomplete} of {} pairs incomplete",
+        pages.len() * pages.len()
+    );
+}
+
+/// Changes applied to OLD give NEW, on pairs of unrelated real pages (the
+/// hardest case: everything differs) across the whole corpus.
+#[test]
+fn changes_are_complete_on_real_page_pairs() {
+    let Some(corpus) = corpus("changes_are_complete_on_real_page_pairs") else {
+        return;
+    };
+    let pages: Vec<_> = corpus_pages(&corpus);
+    let trees: Vec<Hierarchy> = pages.iter().map(|p| h(&read_page(p))).collect();
+    let mut problems = Vec::new();
+    for i in 0..trees.len() {
+        let j = (i + 1) % trees.len();
+        let changes = diff(&trees[i], &trees[j]);
+        if let Err(e) = crate::complete::check(&trees[i], &trees[j], &changes) {
+            problems.push(format!(
+                "{} -> {}: {e}",
+                pages[i].display(),
+                pages[j].display()
+            ));
+        }
+    }
+    // Unrelated pages are the hardest case (everything differs, values
+    // move between re-nested sections). 21 of 402 pairs are not complete
+    // today; the README lists the kinds. The bound only falls.
+    eprintln!(
+        "{} of {} pairs incomplete:\n{}",
+        problems.len(),
+        trees.len(),
+        problems.join("\n")
+    );
+    assert!(
+        problems.len() <= 21,
+        "{} pairs:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -321,11 +374,18 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
         return;
     };
     let mut checked = 0;
+    let mut skipped = 0;
     let mut failures = Vec::new();
+    let mut incomplete = Vec::new();
     for path in corpus_pages(&corpus) {
         let dom = Dom::parse(&read_page(&path));
         let base_html = write_html(&dom, Markup::None);
         let base = h(&base_html);
+        let base_paths = semclip::diff::branch_paths(&base);
+        let base_labels: std::collections::HashSet<&str> = base_paths
+            .iter()
+            .flat_map(|b| b.labels.iter().map(String::as_str))
+            .collect();
         // Targets: an `li` whose only child is non-blank text (a plain item),
         // a `td` likewise, and an `h2` likewise, not inside hidden content.
         let plain = |name: &str| {
@@ -359,10 +419,27 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
             ("h2", vec![Markup::EditText as fn(_) -> _]),
         ] {
             let Some(target) = plain(name) else { continue };
+            // Only edits to data the hierarchy holds: a header cell that
+            // labels no value, or content the builder leaves out, rightly
+            // gives no change.
+            let text: String = dom
+                .children(target)
+                .filter_map(|c| match &dom.node(c).data {
+                    NodeData::Text(t) => Some(t.split_whitespace().collect::<Vec<_>>().join(" ")),
+                    _ => None,
+                })
+                .collect();
+            if !base_labels.contains(text.as_str()) {
+                skipped += 1;
+                continue;
+            }
             for make in edits {
                 let edit = make(target);
                 let after = h(&write_html(&dom, edit));
                 let changes = diff(&base, &after);
+                if let Err(e) = crate::complete::check(&base, &after, &changes) {
+                    incomplete.push(format!("{} {name} {edit:?}: {e}", path.display()));
+                }
                 let ok = match (edit, changes.as_slice()) {
                     (Markup::EditText(_), [c]) => {
                         c.kind == ChangeKind::Update
@@ -387,22 +464,42 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
             }
         }
     }
-    // Issue 3 is open: 295 of 314 edits (94%) come out exactly today; the
-    // misses (rowspan-replicated cells, items that label nested lists,
-    // content the builder drops) are listed in the closing note. This bound
-    // keeps that rate from falling while the rest is fixed; it is to be
-    // raised to zero misses, never lowered.
+    // Every edit to data the hierarchy holds comes out exactly, with one
+    // known exception: in next-eval 84 the edited cell is the first row of
+    // a header-less table, and a number turned into words makes the
+    // builder read that row as the header, so the table's shape changes
+    // (README, "Known limit"). Any other miss fails, and so does this one
+    // the day it is fixed, to be struck from the list.
     let total = checked + failures.len();
     assert!(total > 300, "only {total} edits tried");
     eprintln!(
-        "{} of {total} edits not exact:\n{}",
+        "{skipped} targets hold no data; {} of {total} edits not exact:\n{}",
         failures.len(),
         failures.join("\n")
     );
-    assert!(
-        failures.len() * 100 <= total * 7,
-        "{} of {total} edits wrong:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    // Complete and consistent for every edit but three, whose change lists
+    // miss a label that a duplicated or reshaped node brings (README,
+    // known gaps); the list only shrinks.
+    let known_incomplete = [
+        "readability/wapo-1/source.html li Duplicate",
+        "readability/wapo-2/source.html li Duplicate",
+        "next-eval/html/84.html td EditText",
+    ];
+    let unexpected: Vec<&String> = incomplete
+        .iter()
+        .filter(|f| !known_incomplete.iter().any(|k| f.contains(k)))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:#?}");
+    let known = ["records/next-eval/html/84.html td EditText"];
+    let unexpected: Vec<&String> = failures
+        .iter()
+        .filter(|f| !known.iter().any(|k| f.contains(k)))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:#?}");
+    for k in known {
+        assert!(
+            failures.iter().any(|f| f.contains(k)),
+            "{k} is exact now: strike it from the known list"
+        );
+    }
 }

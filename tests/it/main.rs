@@ -9,6 +9,7 @@
 )]
 
 mod cli;
+mod complete;
 mod corpus;
 mod diff;
 mod markup;

@@ -138,6 +138,11 @@ proptest! {
         // A related page: the same markup with one text replaced.
         let related = Hierarchy::from_html(&format!("{a}<p>{}</p>", edit.replace('<', "")), None);
         prop_assert_eq!(semclip::diff::diff(&ha, &related), semclip::diff::diff_naive(&ha, &related));
+        // Complete and consistent: the changes turn OLD's branches into NEW's.
+        for (x, y) in [(&ha, &hb), (&hb, &ha), (&ha, &related), (&related, &ha)] {
+            let applied = crate::complete::check(x, y, &semclip::diff::diff(x, y));
+            prop_assert!(applied.is_ok(), "{:?}", applied);
+        }
         // Equal hashes mean no changes.
         if semclip::output::content_hash(&ha) == semclip::output::content_hash(&hb) {
             prop_assert!(semclip::diff::diff(&ha, &hb).is_empty());
