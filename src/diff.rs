@@ -699,6 +699,46 @@ impl Pair<'_> {
     }
 }
 
+/// The `xpath` ids of the elements that the XPath expressions `exprs` (a
+/// watch's `ignore` list, or `semclip diff --ignore`) select in `h`.
+pub fn ignored_ids(
+    h: &Hierarchy,
+    exprs: &[String],
+) -> Result<HashSet<String>, crate::xpath::XPathError> {
+    let mut out = HashSet::new();
+    if exprs.is_empty() {
+        return Ok(out);
+    }
+    let doc = crate::xpath::HierarchyDoc::parse(&crate::output::to_xml(
+        h,
+        crate::output::XmlOptions::default(),
+    ))?;
+    for e in exprs {
+        out.extend(doc.select_ids(e)?);
+    }
+    Ok(out)
+}
+
+/// `h` without the subtrees whose `xpath` ids are in `ignored` (ids of the
+/// rest unchanged), for hashing what a watch compares.
+pub fn without(h: &Hierarchy, ignored: &HashSet<String>) -> Hierarchy {
+    fn prune(nodes: &[HNode], ignored: &HashSet<String>) -> Vec<HNode> {
+        nodes
+            .iter()
+            .filter(|n| !ignored.contains(&n.xpath))
+            .map(|n| {
+                let mut n = n.clone();
+                n.children = prune(&n.children, ignored);
+                n
+            })
+            .collect()
+    }
+    Hierarchy {
+        children: prune(&h.children, ignored),
+        ..h.clone()
+    }
+}
+
 /// The changes from `old` to `new`.
 pub fn diff(old: &Hierarchy, new: &Hierarchy) -> Vec<Change> {
     diff_ignoring(old, new, &HashSet::new(), &HashSet::new())

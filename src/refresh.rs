@@ -8,14 +8,14 @@
 //! the previous snapshot back, diffs it against the new hierarchy and
 //! stores the new snapshot with its change events in one transaction.
 
-use std::collections::HashSet;
 use std::time::SystemTime;
 
-use crate::diff::{Change, diff_ignoring};
+use crate::diff::{Change, diff_ignoring, ignored_ids, without};
 use crate::document::{self, DocumentError};
 use crate::hierarchy::Hierarchy;
 use crate::output::{XmlOptions, content_hash, to_xml};
 use crate::store::{Recorded, Retention, Store, StoreError};
+use crate::xpath::XPathError;
 
 /// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,15 @@ pub enum RefreshError {
         /// The cause.
         #[source]
         source: DocumentError,
+    },
+    /// An `ignore` expression of the watch does not evaluate.
+    #[error("an ignore expression of `{watch}` does not evaluate")]
+    Ignore {
+        /// The watch.
+        watch: String,
+        /// Why.
+        #[source]
+        source: XPathError,
     },
     /// A change could not be serialised (never expected).
     #[error("cannot serialise a change of `{watch}`")]
@@ -62,20 +71,33 @@ pub struct Refreshed {
 }
 
 /// Compares `new` with the stored snapshot of `watch` and records the result.
-/// `ignored` holds `xpath` ids (in either version) left out of the diff.
+/// `ignore` is the watch's ignore list: XPath expressions over the
+/// hierarchy whose selections are left out of comparison. They are
+/// resolved against each version, and the content hash is taken over the
+/// hierarchy without them, so a change only there (a visitor counter, a
+/// clock) stores nothing. The stored snapshot is the whole hierarchy.
 pub fn refresh(
     store: &mut Store,
     watch: &str,
     new: &Hierarchy,
     at: SystemTime,
     retention: &Retention,
-    ignored: &HashSet<String>,
+    ignore: &[String],
 ) -> Result<Refreshed, RefreshError> {
     let store_err = |source: StoreError| RefreshError::Store {
         watch: watch.to_owned(),
         source: Box::new(source),
     };
-    let hash = content_hash(new);
+    let bad_ignore = |source: XPathError| RefreshError::Ignore {
+        watch: watch.to_owned(),
+        source,
+    };
+    let new_ignored = ignored_ids(new, ignore).map_err(bad_ignore)?;
+    let hash = if new_ignored.is_empty() {
+        content_hash(new)
+    } else {
+        content_hash(&without(new, &new_ignored))
+    };
     if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
         let recorded = store
             .record(watch, &hash, "", at, &[], retention)
@@ -92,7 +114,8 @@ pub fn refresh(
                 watch: watch.to_owned(),
                 source,
             })?;
-            diff_ignoring(&old, new, ignored, ignored)
+            let old_ignored = ignored_ids(&old, ignore).map_err(bad_ignore)?;
+            diff_ignoring(&old, new, &old_ignored, &new_ignored)
         }
         None => Vec::new(),
     };

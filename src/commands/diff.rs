@@ -1,7 +1,6 @@
 //! `semclip diff OLD NEW`: prints the semantic changes between two pages as
 //! text (for people), JSON or XML (for programs). Exit status as diff(1).
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -9,10 +8,8 @@ use anyhow::Context as _;
 
 use super::{Outcome, load_hierarchy};
 use crate::cli::{DiffArgs, DiffFormat};
-use crate::diff::{Change, ChangeKind, diff_ignoring};
-use crate::hierarchy::Hierarchy;
-use crate::output::{XmlOptions, to_xml};
-use crate::xpath::{HierarchyDoc, check_syntax};
+use crate::diff::{Change, ChangeKind, diff_ignoring, ignored_ids};
+use crate::xpath::check_syntax;
 
 /// Runs the command, writing to `out`.
 pub async fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
@@ -46,19 +43,6 @@ pub async fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Outcome
     } else {
         Outcome::Success
     })
-}
-
-/// The `xpath` ids of the elements each ignore expression selects.
-pub fn ignored_ids(h: &Hierarchy, exprs: &[String]) -> anyhow::Result<HashSet<String>> {
-    let mut out = HashSet::new();
-    if exprs.is_empty() {
-        return Ok(out);
-    }
-    let doc = HierarchyDoc::parse(&to_xml(h, XmlOptions::default()))?;
-    for e in exprs {
-        out.extend(doc.select_ids(e)?);
-    }
-    Ok(out)
 }
 
 /// Formats changes.
