@@ -12,9 +12,16 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // html5ever logs the page's own markup errors ("foster parenting not
+    // implemented") as warnings: about the page, not semclip, so they show
+    // only at debug and trace. RUST_LOG overrides all of this.
+    let level = match cli.log_level.as_str() {
+        "debug" | "trace" => cli.log_level.clone(),
+        other => format!("{other},html5ever=error"),
+    };
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&cli.log_level))
-        .unwrap_or_else(|_| EnvFilter::new("warn"));
+        .or_else(|_| EnvFilter::try_new(&level))
+        .unwrap_or_else(|_| EnvFilter::new("warn,html5ever=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -219,3 +219,16 @@ fn readme_usage_matches_help() {
         "README usage differs from --help"
     );
 }
+
+/// The page's own markup errors, which html5ever logs as warnings, stay
+/// off stderr at the default level and show at debug.
+#[test]
+fn page_markup_errors_are_not_warnings() {
+    let page: &[u8] = b"<table><tr>stray text<td>1</table>";
+    let quiet = crate::util::semclip(&["hierarchy", "-"], Some(page));
+    assert!(quiet.status.success());
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!stderr.contains("foster parenting"), "{stderr}");
+    let loud = crate::util::semclip(&["--log-level", "debug", "hierarchy", "-"], Some(page));
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("foster parenting"));
+}
