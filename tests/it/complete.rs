@@ -170,7 +170,15 @@ fn table_of(id: &str) -> Option<&str> {
     (id.rfind("/cell[")? > row).then(|| &id[..row])
 }
 
-fn one(found: Vec<Vec<usize>>, c: &Change) -> Result<Vec<usize>, String> {
+/// The one node under labels `context` with label `text` and id `xpath`.
+fn node_at(
+    root: &Node,
+    context: &[String],
+    text: &str,
+    xpath: Option<&String>,
+    c: &Change,
+) -> Result<Vec<usize>, String> {
+    let found = find(root, context, &|n| n.text == text && Some(&n.id) == xpath);
     match found.as_slice() {
         [p] => Ok(p.clone()),
         _ => Err(format!("{} nodes match {c:?}", found.len())),
@@ -218,12 +226,7 @@ pub fn check(old: &Hierarchy, new: &Hierarchy, changes: &[Change]) -> Result<(),
                         }
                         all
                     }
-                    _ => vec![one(
-                        find(&cur, &context, &|n| {
-                            n.text == old_text && Some(&n.id) == c.old_xpath.as_ref()
-                        }),
-                        c,
-                    )?],
+                    _ => vec![node_at(&cur, &context, &old_text, c.old_xpath.as_ref(), c)?],
                 };
                 for p in found {
                     at(&mut cur, &p).text = new_text.clone();
@@ -231,12 +234,7 @@ pub fn check(old: &Hierarchy, new: &Hierarchy, changes: &[Change]) -> Result<(),
             }
             ChangeKind::Delete => {
                 let old_text = c.old.clone().unwrap_or_default();
-                let p = one(
-                    find(&cur, &context, &|n| {
-                        n.text == old_text && Some(&n.id) == c.old_xpath.as_ref()
-                    }),
-                    c,
-                )?;
+                let p = node_at(&cur, &context, &old_text, c.old_xpath.as_ref(), c)?;
                 if c.size == Some(0) && !at(&mut cur, &p).children.is_empty() {
                     return Err(format!("a bare label deleted with values under it: {c:?}"));
                 }
@@ -250,12 +248,7 @@ pub fn check(old: &Hierarchy, new: &Hierarchy, changes: &[Change]) -> Result<(),
             }
             ChangeKind::Insert => {
                 let new_text = c.new.clone().unwrap_or_default();
-                let p = one(
-                    find(&target, &context, &|n| {
-                        n.text == new_text && Some(&n.id) == c.new_xpath.as_ref()
-                    }),
-                    c,
-                )?;
+                let p = node_at(&target, &context, &new_text, c.new_xpath.as_ref(), c)?;
                 let mut src = &target;
                 for &k in &p {
                     src = &src.children[k];
@@ -275,25 +268,16 @@ pub fn check(old: &Hierarchy, new: &Hierarchy, changes: &[Change]) -> Result<(),
             }
             ChangeKind::Move => {
                 let old_text = c.old.clone().unwrap_or_default();
-                let p = one(
-                    find(&cur, &context, &|n| {
-                        n.text == old_text
-                            && Some(&n.id) == c.old_xpath.as_ref()
-                            && n.children.is_empty()
-                    }),
-                    c,
-                )?;
+                let p = node_at(&cur, &context, &old_text, c.old_xpath.as_ref(), c)?;
+                if !at(&mut cur, &p).children.is_empty() {
+                    return Err(format!("a move of a value that holds others: {c:?}"));
+                }
                 let node = remove(&mut cur, &p);
                 let to = under_top(c.new_context.as_deref().unwrap_or_default());
                 // Labels of the moved value's own node (a link's text above
                 // its target) move with it: the trailing part of the new
                 // context whose ids are the new node's.
-                let q = one(
-                    find(&target, &to, &|n| {
-                        n.text == old_text && Some(&n.id) == c.new_xpath.as_ref()
-                    }),
-                    c,
-                )?;
+                let q = node_at(&target, &to, &old_text, c.new_xpath.as_ref(), c)?;
                 let mut chain = Vec::new();
                 let mut src = &target;
                 for &k in &q[..q.len() - 1] {
