@@ -4,8 +4,6 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::Context as _;
-
 use super::{Outcome, load_hierarchy};
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::diff::{Change, ChangeKind, diff_ignoring, ignored_ids};
@@ -16,18 +14,9 @@ pub async fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Outcome
     for expr in &args.ignore {
         check_syntax(expr)?;
     }
-    let (old, new) = tokio::try_join!(
-        async {
-            load_hierarchy(&args.old)
-                .await
-                .with_context(|| format!("cannot read {}", args.old))
-        },
-        async {
-            load_hierarchy(&args.new)
-                .await
-                .with_context(|| format!("cannot read {}", args.new))
-        },
-    )?;
+    let (old, new) = tokio::try_join!(async { load_hierarchy(&args.old).await }, async {
+        load_hierarchy(&args.new).await
+    },)?;
     let ignore = args.ignore.clone();
     let format = args.format;
     let (text, changed) = tokio::task::spawn_blocking(move || -> anyhow::Result<(String, bool)> {

@@ -3,17 +3,13 @@
 
 use std::io::Write;
 
-use anyhow::Context as _;
-
 use super::{Outcome, load_hierarchy};
 use crate::cli::{Format, HierarchyArgs};
 use crate::output::{XmlOptions, to_json, to_outline, to_xml};
 
 /// Runs the command, writing to `out`.
 pub async fn run(args: &HierarchyArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
-    let h = load_hierarchy(&args.source)
-        .await
-        .with_context(|| format!("cannot read {}", args.source))?;
+    let h = load_hierarchy(&args.source).await?;
     let text = match args.format {
         Format::Xml => to_xml(&h, XmlOptions::default()),
         Format::Json => {

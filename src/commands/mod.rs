@@ -7,6 +7,8 @@ pub mod diff;
 pub mod hierarchy;
 pub mod xpath;
 
+use anyhow::Context;
+
 use crate::hierarchy::Hierarchy;
 use crate::source::{self, FetchOptions};
 
@@ -20,17 +22,19 @@ pub enum Outcome {
 }
 
 /// Loads `spec` (path, `-`, or URL), decodes it and builds its hierarchy on
-/// a blocking thread.
+/// a blocking thread. Every error names `spec` (source errors do already).
 pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
     let opts = FetchOptions::default();
     let client = source::http_client(&opts)?;
     let raw = source::load(spec, &client, &opts).await?;
     let url = raw.url.as_ref().map(|u| u.to_string());
+    let name = spec.to_owned();
     tokio::task::spawn_blocking(move || -> anyhow::Result<Hierarchy> {
         let decoded = source::decode(&raw.bytes, raw.content_type.as_deref(), raw.url.as_ref());
         // A saved hierarchy document is read back, not parsed as HTML.
         if crate::document::looks_like_hierarchy(&decoded.text) {
-            return Ok(crate::document::read(&decoded.text)?);
+            return crate::document::read(&decoded.text)
+                .with_context(|| format!("{name} is not a readable saved hierarchy"));
         }
         Ok(Hierarchy::from_html(&decoded.text, url.as_deref()))
     })

@@ -4,7 +4,6 @@
 
 use std::io::Write;
 
-use anyhow::Context as _;
 use serde_json::json;
 
 use super::{Outcome, load_hierarchy};
@@ -16,9 +15,7 @@ use crate::xpath::{HierarchyDoc, XPathValue, check_syntax};
 pub async fn run(args: &XpathArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     // A bad expression is reported before anything is fetched.
     check_syntax(&args.expr)?;
-    let h = load_hierarchy(&args.source)
-        .await
-        .with_context(|| format!("cannot read {}", args.source))?;
+    let h = load_hierarchy(&args.source).await?;
     let expr = args.expr.clone();
     let json = args.json;
     // libxml2 documents are not Send: parse and query on one blocking thread.

@@ -232,3 +232,28 @@ fn page_markup_errors_are_not_warnings() {
     let loud = crate::util::semclip(&["--log-level", "debug", "hierarchy", "-"], Some(page));
     assert!(String::from_utf8_lossy(&loud.stderr).contains("foster parenting"));
 }
+
+/// A missing source is named once, with the reason; a broken saved
+/// hierarchy is named too. Both exit 2.
+#[test]
+fn unreadable_sources_are_named_once() {
+    let out = semclip(&["hierarchy", "/no/such/page.html"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("/no/such/page.html").count(), 1, "{stderr}");
+    assert!(stderr.contains("No such file"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("broken.xml");
+    std::fs::write(
+        &saved,
+        r#"<?xml version="1.0"?><page version="1" xpath="/page"><broken"#,
+    )
+    .unwrap();
+    let out = semclip(&["hierarchy", saved.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("broken.xml is not a readable saved hierarchy"),
+        "{stderr}"
+    );
+}
