@@ -25,6 +25,7 @@ pub mod output;
 pub mod refresh;
 pub mod source;
 pub mod store;
+pub mod threshold;
 pub mod xpath;
 
 /// The version of the hierarchy vocabulary written into every document's

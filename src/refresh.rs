@@ -14,7 +14,7 @@ use crate::diff::{Change, diff_ignoring, ignored_ids, without};
 use crate::document::{self, DocumentError};
 use crate::hierarchy::Hierarchy;
 use crate::output::{XmlOptions, content_hash, to_xml};
-use crate::store::{Recorded, Retention, Store, StoreError};
+use crate::store::{Recorded, Retention, SnapshotPart, Store, StoreError};
 use crate::xpath::XPathError;
 
 /// Why a refresh failed.
@@ -70,20 +70,48 @@ pub struct Refreshed {
     pub recorded: Recorded,
 }
 
-/// Compares `new` with the stored snapshot of `watch` and records the result.
-/// `ignore` is the watch's ignore list: XPath expressions over the
-/// hierarchy whose selections are left out of comparison. They are
-/// resolved against each version, and the content hash is taken over the
-/// hierarchy without them, so a change only there (a visitor counter, a
-/// clock) stores nothing. The stored snapshot is the whole hierarchy.
-pub fn refresh(
-    store: &mut Store,
+/// A check compared with the store, not yet recorded: what [`prepare`]
+/// gives and [`crate::store::Store::record_check`] writes.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The new hierarchy's content hash (over the hierarchy without what
+    /// the ignore list selects).
+    pub hash: String,
+    /// Whether `hash` equals the stored current hash.
+    pub unchanged: bool,
+    /// The semantic changes since the stored snapshot (empty when unchanged
+    /// or on the first check).
+    pub changes: Vec<Change>,
+    /// `changes` as JSON change events.
+    pub events: Vec<serde_json::Value>,
+    /// The new hierarchy's XML, empty when unchanged.
+    pub xml: String,
+}
+
+impl Prepared {
+    /// The snapshot part of the check, for [`crate::store::Store::record_check`].
+    pub fn snapshot_part<'a>(&'a self, retention: &'a Retention) -> SnapshotPart<'a> {
+        SnapshotPart {
+            hash: &self.hash,
+            xml: &self.xml,
+            changes: &self.events,
+            retention,
+        }
+    }
+}
+
+/// Compares `new` with the stored snapshot of `watch` without writing
+/// anything. `ignore` is the watch's ignore list: XPath expressions over the
+/// hierarchy whose selections are left out of comparison. They are resolved
+/// against each version, and the content hash is taken over the hierarchy
+/// without them, so a change only there (a visitor counter, a clock) counts
+/// as unchanged. The XML to store is the whole hierarchy.
+pub fn prepare(
+    store: &Store,
     watch: &str,
     new: &Hierarchy,
-    at: SystemTime,
-    retention: &Retention,
     ignore: &[String],
-) -> Result<Refreshed, RefreshError> {
+) -> Result<Prepared, RefreshError> {
     let store_err = |source: StoreError| RefreshError::Store {
         watch: watch.to_owned(),
         source: Box::new(source),
@@ -99,13 +127,12 @@ pub fn refresh(
         content_hash(&without(new, &new_ignored))
     };
     if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
-        let recorded = store
-            .record(watch, &hash, "", at, &[], retention)
-            .map_err(store_err)?;
-        return Ok(Refreshed {
+        return Ok(Prepared {
             hash,
+            unchanged: true,
             changes: Vec::new(),
-            recorded,
+            events: Vec::new(),
+            xml: String::new(),
         });
     }
     let changes = match store.current(watch).map_err(store_err)? {
@@ -127,13 +154,43 @@ pub fn refresh(
             watch: watch.to_owned(),
             source,
         })?;
-    let xml = to_xml(new, XmlOptions::default());
-    let recorded = store
-        .record(watch, &hash, &xml, at, &events, retention)
-        .map_err(store_err)?;
-    Ok(Refreshed {
+    Ok(Prepared {
         hash,
+        unchanged: false,
         changes,
+        events,
+        xml: to_xml(new, XmlOptions::default()),
+    })
+}
+
+/// Compares `new` with the stored snapshot of `watch` and records the
+/// result: [`prepare`], then [`Store::record`]. `ignore` is as for
+/// [`prepare`]; the stored snapshot is the whole hierarchy.
+pub fn refresh(
+    store: &mut Store,
+    watch: &str,
+    new: &Hierarchy,
+    at: SystemTime,
+    retention: &Retention,
+    ignore: &[String],
+) -> Result<Refreshed, RefreshError> {
+    let prepared = prepare(store, watch, new, ignore)?;
+    let recorded = store
+        .record(
+            watch,
+            &prepared.hash,
+            &prepared.xml,
+            at,
+            &prepared.events,
+            retention,
+        )
+        .map_err(|source| RefreshError::Store {
+            watch: watch.to_owned(),
+            source: Box::new(source),
+        })?;
+    Ok(Refreshed {
+        hash: prepared.hash,
+        changes: prepared.changes,
         recorded,
     })
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
 use encoding_rs::{Encoding, REPLACEMENT, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, LAST_MODIFIED};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tracing::debug;
 use url::{Host, Url};
@@ -67,7 +67,7 @@ const DETECT_CONTEXT: usize = 1024;
 /// `connect_timeout` and `max_redirects` take effect through the client that
 /// [`http_client`] builds; `request_timeout` and `max_body_bytes` are also
 /// applied by [`load`] to each request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FetchOptions {
     /// Largest page accepted, in bytes after decompression. A larger page is
     /// an error, not a truncated page.
@@ -78,6 +78,9 @@ pub struct FetchOptions {
     pub request_timeout: Duration,
     /// Redirects followed before the fetch fails; 0 refuses any redirect.
     pub max_redirects: usize,
+    /// A proxy for every request (`http://`, `https://` or `socks5://` URL);
+    /// `None` uses the system's proxy settings (`HTTPS_PROXY`, ...).
+    pub proxy: Option<String>,
 }
 
 impl Default for FetchOptions {
@@ -87,6 +90,7 @@ impl Default for FetchOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            proxy: None,
         }
     }
 }
@@ -219,7 +223,12 @@ pub enum SourceError {
 pub fn http_client(opts: &FetchOptions) -> Result<reqwest::Client, SourceError> {
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    if let Some(proxy) = &opts.proxy {
+        let proxy = reqwest::Proxy::all(proxy).map_err(|source| SourceError::Client { source })?;
+        builder = builder.proxy(proxy);
+    }
+    builder
         .tls_backend_rustls()
         .user_agent(USER_AGENT)
         .default_headers(headers)
@@ -371,29 +380,79 @@ async fn load_http(
     client: &reqwest::Client,
     opts: &FetchOptions,
 ) -> Result<RawPage, SourceError> {
+    let request = client.get(url.clone()).timeout(opts.request_timeout);
+    match fetch_http(request, url.clone(), opts).await? {
+        HttpFetched::Page { page, .. } => Ok(page),
+        // No validators were sent, so a 304 is the server's mistake.
+        HttpFetched::NotModified { url } => Err(SourceError::Status {
+            url,
+            status: StatusCode::NOT_MODIFIED,
+        }),
+    }
+}
+
+/// What [`fetch_http`] got.
+#[derive(Debug)]
+pub enum HttpFetched {
+    /// `304 Not Modified`: the page is as it was when it carried the
+    /// validators sent; no body was read.
+    NotModified {
+        /// The URL that answered (after any redirects).
+        url: Url,
+    },
+    /// A 2xx page.
+    Page {
+        /// The page.
+        page: RawPage,
+        /// Its `ETag`, for the next conditional request.
+        etag: Option<String>,
+        /// Its `Last-Modified`, for the next conditional request.
+        last_modified: Option<String>,
+    },
+}
+
+/// Sends `request` (built on a client from [`http_client`], for `url`) and
+/// reads the answer: a 304 as [`HttpFetched::NotModified`], a 2xx page with
+/// its body streamed under `opts.max_body_bytes` (decompressed bytes are
+/// counted, so a compression bomb is cut off at the limit), anything else an
+/// error.
+///
+/// # Errors
+///
+/// [`SourceError::Status`] for a status other than 2xx and 304,
+/// [`SourceError::TooLarge`] past the size cap, and the fetch, timeout and
+/// redirect errors of [`load`].
+pub async fn fetch_http(
+    request: reqwest::RequestBuilder,
+    url: Url,
+    opts: &FetchOptions,
+) -> Result<HttpFetched, SourceError> {
     let limit = opts.max_body_bytes;
     debug!(%url, "fetching");
-    let mut response = match client
-        .get(url.clone())
-        .timeout(opts.request_timeout)
-        .send()
-        .await
-    {
+    let mut response = match request.send().await {
         Ok(response) => response,
         Err(error) => return Err(fetch_error(url, opts, error)),
     };
     let final_url = response.url().clone();
     let status = response.status();
+    if status == StatusCode::NOT_MODIFIED {
+        return Ok(HttpFetched::NotModified { url: final_url });
+    }
     if !status.is_success() {
         return Err(SourceError::Status {
             url: final_url,
             status,
         });
     }
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .map(|value: &HeaderValue| String::from_utf8_lossy(value.as_bytes()).into_owned())
+    };
+    let content_type = header(CONTENT_TYPE);
+    let etag = header(ETAG);
+    let last_modified = header(LAST_MODIFIED);
     // `content_length` is the length of the body as delivered to us: unknown
     // when reqwest decompresses it, so this early check never misjudges a
     // compressed body by its compressed size.
@@ -422,10 +481,14 @@ async fn load_http(
         bytes.extend_from_slice(&chunk);
     }
     debug!(url = %final_url, bytes = bytes.len(), ?content_type, "fetched");
-    Ok(RawPage {
-        bytes,
-        content_type,
-        url: Some(final_url),
+    Ok(HttpFetched::Page {
+        page: RawPage {
+            bytes,
+            content_type,
+            url: Some(final_url),
+        },
+        etag,
+        last_modified,
     })
 }
 

@@ -74,10 +74,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use flate2::Compression;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
+mod state;
+
+pub use state::{
+    CheckState, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord, WatchStatus,
+};
+
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -138,6 +144,66 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX change_event_by_watch ON change_event (watch, id);
     CREATE INDEX change_event_by_kind ON change_event (watch, kind, id);
     CREATE INDEX change_event_by_snapshot ON change_event (snapshot_id);",
+    // 3: the daemon's state: per-watch status and schedule, threshold states
+    // and value history, the notification outbox and digest times. Keyed by
+    // watch id without a foreign key: a watch has a status before its first
+    // snapshot, and its state outlives a reload that drops it for a while.
+    "CREATE TABLE watch_status (
+        watch           TEXT PRIMARY KEY NOT NULL,
+        next_run        INTEGER,
+        etag            TEXT,
+        last_modified   TEXT,
+        last_attempt    INTEGER,
+        last_success    INTEGER,
+        failures        INTEGER NOT NULL DEFAULT 0,
+        failing_alerted INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        evaluated       TEXT
+    ) STRICT;
+
+    CREATE TABLE threshold_state (
+        watch TEXT NOT NULL,
+        name  TEXT NOT NULL,
+        state TEXT NOT NULL,
+        value REAL,
+        node  TEXT,
+        since INTEGER NOT NULL,
+        PRIMARY KEY (watch, name)
+    ) STRICT;
+
+    CREATE TABLE threshold_value (
+        id    INTEGER PRIMARY KEY AUTOINCREMENT,
+        watch TEXT NOT NULL,
+        name  TEXT NOT NULL,
+        at    INTEGER NOT NULL,
+        value REAL NOT NULL
+    ) STRICT;
+    CREATE INDEX threshold_value_by_name ON threshold_value (watch, name, at);
+
+    -- One row per alert and notifier. Deleted once delivered; state 'failed'
+    -- once given up, kept as the visible record.
+    CREATE TABLE outbox (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        alert_id     TEXT NOT NULL,
+        watch        TEXT NOT NULL,
+        notifier     TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        next_attempt INTEGER NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        digest       INTEGER,
+        state        TEXT NOT NULL DEFAULT 'pending',
+        last_error   TEXT,
+        body         TEXT NOT NULL,
+        UNIQUE (alert_id, notifier)
+    ) STRICT;
+    CREATE INDEX outbox_due ON outbox (state, next_attempt);
+
+    CREATE TABLE digest_sent (
+        watch    TEXT NOT NULL,
+        notifier TEXT NOT NULL,
+        at       INTEGER NOT NULL,
+        PRIMARY KEY (watch, notifier)
+    ) STRICT;",
 ];
 
 // Each migration raises the version by one.
@@ -641,83 +707,36 @@ impl Store {
             });
         }
         let at_ms = to_millis(at)?;
-        let events = changes
-            .iter()
-            .enumerate()
-            .map(|(index, change)| {
-                let invalid = || StoreError::InvalidChange {
-                    watch: watch.to_owned(),
-                    index,
-                };
-                let kind = change
-                    .as_object()
-                    .and_then(|object| object.get("kind"))
-                    .and_then(serde_json::Value::as_str)
-                    .ok_or_else(invalid)?;
-                let body = serde_json::to_string(change).map_err(|_| invalid())?;
-                Ok((kind, body))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let events = event_rows(watch, changes)?;
 
         let err = |source| StoreError::Watch {
             watch: watch.to_owned(),
             action: "record a check of",
             source,
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let current: Option<String> = tx
-            .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")
-            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
-            .map_err(err)?;
-        tx.prepare_cached(
-            "INSERT INTO watch (id, created_at, last_checked) VALUES (?1, ?2, ?2)
-             ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked",
-        )
-        .and_then(|mut stmt| stmt.execute(params![watch, at_ms]))
-        .map_err(err)?;
-        if current.as_deref() == Some(hash) {
-            tx.commit().map_err(err)?;
-            return Ok(Recorded::Unchanged);
-        }
-
         let compressed = compress(xml).map_err(|source| StoreError::Compress {
             watch: watch.to_owned(),
             source,
         })?;
-        let size = i64::try_from(xml.len()).unwrap_or(i64::MAX);
-        let snapshot_id = tx
-            .prepare_cached(
-                "INSERT INTO snapshot (watch, taken_at, hash, size, xml)
-                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![watch, at_ms, hash, size, compressed], |row| {
-                    row.get::<_, i64>(0)
-                })
-            })
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(err)?;
-            for (kind, body) in &events {
-                insert
-                    .execute(params![watch, snapshot_id, at_ms, kind, body])
-                    .map_err(err)?;
-            }
-        }
-        apply_retention(&tx, watch, retention, at_ms).map_err(err)?;
+        let recorded = write_check(
+            &tx,
+            &CheckWrite {
+                watch,
+                hash,
+                compressed: &compressed,
+                size: xml.len(),
+                at_ms,
+                events: &events,
+                retention,
+            },
+        )
+        .map_err(err)?;
         tx.commit().map_err(err)?;
-        Ok(Recorded::Stored {
-            snapshot_id,
-            events: events.len(),
-        })
+        Ok(recorded)
     }
 
     /// Applies `retention` to every watch, measuring ages from `now`, in one
@@ -965,6 +984,92 @@ fn classify(conn: &Connection) -> rusqlite::Result<Found> {
         Found::TooNew(version)
     } else {
         Found::Version(version)
+    })
+}
+
+/// One check to write: the snapshot part of [`Store::record`].
+struct CheckWrite<'a> {
+    watch: &'a str,
+    hash: &'a str,
+    /// The hierarchy, compressed (not looked at when the hash is unchanged).
+    compressed: &'a [u8],
+    /// Its uncompressed length.
+    size: usize,
+    at_ms: i64,
+    /// (kind, JSON body) of each change event.
+    events: &'a [(&'a str, String)],
+    retention: &'a Retention,
+}
+
+/// Checks change events (JSON objects with a `"kind"` string) and turns
+/// them into (kind, body) rows.
+fn event_rows<'a>(
+    watch: &str,
+    changes: &'a [serde_json::Value],
+) -> Result<Vec<(&'a str, String)>, StoreError> {
+    changes
+        .iter()
+        .enumerate()
+        .map(|(index, change)| {
+            let invalid = || StoreError::InvalidChange {
+                watch: watch.to_owned(),
+                index,
+            };
+            let kind = change
+                .as_object()
+                .and_then(|object| object.get("kind"))
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(invalid)?;
+            let body = serde_json::to_string(change).map_err(|_| invalid())?;
+            Ok((kind, body))
+        })
+        .collect()
+}
+
+/// Records one check inside `tx`: the check time, and unless the hash is
+/// the current one, the new snapshot, its events and retention.
+fn write_check(tx: &Connection, check: &CheckWrite<'_>) -> rusqlite::Result<Recorded> {
+    let CheckWrite {
+        watch,
+        hash,
+        compressed,
+        size,
+        at_ms,
+        events,
+        retention,
+    } = *check;
+    let current: Option<String> = tx
+        .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")?
+        .query_row([watch], |row| row.get(0))
+        .optional()?;
+    tx.prepare_cached(
+        "INSERT INTO watch (id, created_at, last_checked) VALUES (?1, ?2, ?2)
+         ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked",
+    )?
+    .execute(params![watch, at_ms])?;
+    if current.as_deref() == Some(hash) {
+        return Ok(Recorded::Unchanged);
+    }
+    let size = i64::try_from(size).unwrap_or(i64::MAX);
+    let snapshot_id = tx
+        .prepare_cached(
+            "INSERT INTO snapshot (watch, taken_at, hash, size, xml)
+             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+        )?
+        .query_row(params![watch, at_ms, hash, size, compressed], |row| {
+            row.get::<_, i64>(0)
+        })?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (kind, body) in events {
+        insert.execute(params![watch, snapshot_id, at_ms, kind, body])?;
+    }
+    apply_retention(tx, watch, retention, at_ms)?;
+    Ok(Recorded::Stored {
+        snapshot_id,
+        events: events.len(),
     })
 }
 

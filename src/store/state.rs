@@ -1,0 +1,631 @@
+//! The daemon's state in the store: each watch's status and schedule, the
+//! state and value history of its thresholds, and the notification outbox.
+//!
+//! A check ends with one call, [`Store::record_check`], which writes the
+//! snapshot (if the data changed), the watch's new status, its threshold
+//! states and values, and the alerts to deliver, in one transaction: a crash
+//! leaves either the state before the check or the state after it, never a
+//! stored change without its alert.
+//!
+//! The outbox holds one row per alert and notifier. A row is written before
+//! any delivery is tried and deleted only once delivery succeeded; a failed
+//! attempt sets the next attempt time, and a row that could not be delivered
+//! within the caller's give-up time stays behind as `failed`, visible in
+//! [`Store::outbox`].
+
+use std::time::{Duration, SystemTime};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{
+    CheckWrite, CorruptionCause, MAX_XML_BYTES, Recorded, Retention, Store, StoreError, compress,
+    event_rows, from_millis, to_millis, watch_error, write_check,
+};
+
+/// What the daemon knows about one watch between checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchStatus {
+    /// The watch.
+    pub watch: String,
+    /// When it is due next (kept here so a restart neither loses nor
+    /// repeats a run).
+    pub next_run: Option<SystemTime>,
+    /// The page's `ETag` from the last successful fetch.
+    pub etag: Option<String>,
+    /// The page's `Last-Modified` from the last successful fetch.
+    pub last_modified: Option<String>,
+    /// When the last check started.
+    pub last_attempt: Option<SystemTime>,
+    /// When the last check succeeded.
+    pub last_success: Option<SystemTime>,
+    /// Consecutive failed checks (0 after a success).
+    pub failures: u32,
+    /// Whether the "failing" alert has been raised for the current run of
+    /// failures (so it is raised once, and "recovered" follows it).
+    pub failing_alerted: bool,
+    /// The last check's error, if it failed.
+    pub last_error: Option<String>,
+    /// A fingerprint of what thresholds were last evaluated on (the content
+    /// hash and the threshold settings): when it matches, an unchanged page
+    /// needs no evaluation.
+    pub evaluated: Option<String>,
+}
+
+/// The state of one threshold, as the store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThresholdRecord {
+    /// The threshold's name (unique within its watch).
+    pub name: String,
+    /// `normal`, `alarm` or `lost` (the XPath selected nothing).
+    pub state: String,
+    /// The last value read, if any.
+    pub value: Option<f64>,
+    /// The `xpath` id of the node the value came from.
+    pub node: Option<String>,
+    /// When the threshold entered `state`.
+    pub since: SystemTime,
+}
+
+/// An alert to queue: its JSON body for one notifier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    /// The alert's id (unique per notifier).
+    pub alert_id: String,
+    /// The notifier's name.
+    pub notifier: String,
+    /// The alert, as JSON.
+    pub body: String,
+    /// For digest delivery: the interval (at most one message per interval
+    /// per watch and notifier). `None` delivers at once.
+    pub digest: Option<Duration>,
+}
+
+/// Everything a check writes besides the snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct CheckState {
+    /// The watch's new status.
+    pub status: WatchStatus,
+    /// Threshold states to write (insert or replace).
+    pub thresholds: Vec<ThresholdRecord>,
+    /// Values to append to the history: (threshold name, value).
+    pub values: Vec<(String, f64)>,
+    /// Alerts to queue.
+    pub alerts: Vec<Queued>,
+}
+
+/// Where an outbox row stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxState {
+    /// Waiting for (another) delivery attempt.
+    Pending,
+    /// Given up on; kept as a record.
+    Failed,
+}
+
+/// One row of the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEntry {
+    /// The row's id.
+    pub id: i64,
+    /// The alert's id.
+    pub alert_id: String,
+    /// The watch that raised it.
+    pub watch: String,
+    /// The notifier to deliver through.
+    pub notifier: String,
+    /// When it was queued.
+    pub created_at: SystemTime,
+    /// When the next attempt is due.
+    pub next_attempt: SystemTime,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// Digest interval, if delivered as a digest.
+    pub digest: Option<Duration>,
+    /// Pending or failed.
+    pub state: OutboxState,
+    /// The last attempt's error.
+    pub last_error: Option<String>,
+    /// The alert, as JSON.
+    pub body: String,
+}
+
+/// The snapshot part of a check: the new content hash, the hierarchy XML
+/// (unused when the hash is unchanged) and the change events.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotPart<'a> {
+    /// The content hash.
+    pub hash: &'a str,
+    /// The hierarchy XML (may be empty when `hash` is the current hash).
+    pub xml: &'a str,
+    /// Change events (JSON objects with a `"kind"` string).
+    pub changes: &'a [serde_json::Value],
+    /// Retention applied when a snapshot is stored.
+    pub retention: &'a Retention,
+}
+
+fn opt_time(ms: Option<i64>) -> Result<Option<SystemTime>, CorruptionCause> {
+    ms.map(from_millis).transpose()
+}
+
+fn opt_millis(time: Option<SystemTime>) -> Result<Option<i64>, StoreError> {
+    time.map(to_millis).transpose()
+}
+
+fn millis_of(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
+     failures, failing_alerted, last_error, evaluated";
+
+type StatusRow = (
+    String,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    i64,
+    bool,
+    Option<String>,
+    Option<String>,
+);
+
+fn status_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StatusRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+    ))
+}
+
+fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
+    let (
+        watch,
+        next_run,
+        etag,
+        last_modified,
+        last_attempt,
+        last_success,
+        failures,
+        alerted,
+        e,
+        ev,
+    ) = row;
+    let corrupt = |source| StoreError::CorruptWatch {
+        watch: watch.clone(),
+        source,
+    };
+    Ok(WatchStatus {
+        next_run: opt_time(next_run).map_err(corrupt)?,
+        last_attempt: opt_time(last_attempt).map_err(corrupt)?,
+        last_success: opt_time(last_success).map_err(corrupt)?,
+        failures: u32::try_from(failures).unwrap_or(u32::MAX),
+        failing_alerted: alerted,
+        etag,
+        last_modified,
+        last_error: e,
+        evaluated: ev,
+        watch,
+    })
+}
+
+fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
+    let next_run = opt_millis(s.next_run)?;
+    let last_attempt = opt_millis(s.last_attempt)?;
+    let last_success = opt_millis(s.last_success)?;
+    tx.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO watch_status ({STATUS_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    ))
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            s.watch,
+            next_run,
+            s.etag,
+            s.last_modified,
+            last_attempt,
+            last_success,
+            i64::from(s.failures),
+            s.failing_alerted,
+            s.last_error,
+            s.evaluated
+        ])
+    })
+    .map_err(|source| watch_error(&s.watch, "write the status of", source))?;
+    Ok(())
+}
+
+impl Store {
+    /// The status of `watch`, or `None` if it has never been scheduled.
+    pub fn status(&self, watch: &str) -> Result<Option<WatchStatus>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {STATUS_COLUMNS} FROM watch_status WHERE watch = ?1"
+            ))
+            .and_then(|mut stmt| stmt.query_row([watch], status_row).optional())
+            .map_err(|source| watch_error(watch, "read the status of", source))?;
+        row.map(decode_status).transpose()
+    }
+
+    /// The status of every watch the store has scheduled, by watch id.
+    pub fn statuses(&self) -> Result<Vec<WatchStatus>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {STATUS_COLUMNS} FROM watch_status ORDER BY watch"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map([], status_row)?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| self.db_error("list watch statuses", source))?;
+        rows.into_iter().map(decode_status).collect()
+    }
+
+    /// Writes `status` (insert or replace), outside any check: for the
+    /// scheduler's next-run times.
+    pub fn set_status(&mut self, status: &WatchStatus) -> Result<(), StoreError> {
+        write_status(&self.conn, status)
+    }
+
+    /// The threshold states of `watch`, by name.
+    pub fn thresholds(&self, watch: &str) -> Result<Vec<ThresholdRecord>, StoreError> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT name, state, value, node, since FROM threshold_state
+                 WHERE watch = ?1 ORDER BY name",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([watch], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, Option<f64>>(2)?,
+                        row.get::<_, Option<String>>(3)?,
+                        row.get::<_, i64>(4)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| watch_error(watch, "read the thresholds of", source))?;
+        rows.into_iter()
+            .map(|(name, state, value, node, since)| {
+                let since = from_millis(since).map_err(|source| StoreError::CorruptWatch {
+                    watch: watch.to_owned(),
+                    source,
+                })?;
+                Ok(ThresholdRecord {
+                    name,
+                    state,
+                    value,
+                    node,
+                    since,
+                })
+            })
+            .collect()
+    }
+
+    /// The value history of one threshold as (time, value), oldest first,
+    /// at most the newest `limit` values.
+    pub fn threshold_values(
+        &self,
+        watch: &str,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<(SystemTime, f64)>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT at, value FROM (SELECT id, at, value FROM threshold_value
+                 WHERE watch = ?1 AND name = ?2 ORDER BY id DESC LIMIT ?3) ORDER BY id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![watch, name, limit], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| watch_error(watch, "read the threshold values of", source))?;
+        rows.into_iter()
+            .map(|(at, value)| {
+                let at = from_millis(at).map_err(|source| StoreError::CorruptWatch {
+                    watch: watch.to_owned(),
+                    source,
+                })?;
+                Ok((at, value))
+            })
+            .collect()
+    }
+
+    /// Records one check of `watch` at `at` in one transaction: the
+    /// snapshot part as [`Store::record`] does (when `snapshot` is given;
+    /// `None` for a check that fetched nothing new, such as a 304 or a
+    /// failure), then the status, threshold states, values and queued
+    /// alerts of `state`. Alerts to digest notifiers are due at the end of
+    /// the digest interval since that notifier's last digest for the watch.
+    pub fn record_check(
+        &mut self,
+        watch: &str,
+        at: SystemTime,
+        snapshot: Option<SnapshotPart<'_>>,
+        state: &CheckState,
+    ) -> Result<Option<Recorded>, StoreError> {
+        let at_ms = to_millis(at)?;
+        let err = |source| watch_error(watch, "record a check of", source);
+        let prepared = match snapshot {
+            Some(part) => {
+                part.retention.validate()?;
+                if part.xml.len() > MAX_XML_BYTES {
+                    return Err(StoreError::TooLarge {
+                        watch: watch.to_owned(),
+                        size: part.xml.len(),
+                        limit: MAX_XML_BYTES,
+                    });
+                }
+                let events = event_rows(watch, part.changes)?;
+                let compressed = compress(part.xml).map_err(|source| StoreError::Compress {
+                    watch: watch.to_owned(),
+                    source,
+                })?;
+                Some((part, events, compressed))
+            }
+            None => None,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let recorded = match &prepared {
+            Some((part, events, compressed)) => Some(
+                write_check(
+                    &tx,
+                    &CheckWrite {
+                        watch,
+                        hash: part.hash,
+                        compressed,
+                        size: part.xml.len(),
+                        at_ms,
+                        events,
+                        retention: part.retention,
+                    },
+                )
+                .map_err(err)?,
+            ),
+            None => None,
+        };
+        write_status(&tx, &state.status)?;
+        for t in &state.thresholds {
+            let since = to_millis(t.since)?;
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO threshold_state (watch, name, state, value, node, since)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![watch, t.name, t.state, t.value, t.node, since])
+            })
+            .map_err(err)?;
+        }
+        for (name, value) in &state.values {
+            tx.prepare_cached(
+                "INSERT INTO threshold_value (watch, name, at, value) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![watch, name, at_ms, value]))
+            .map_err(err)?;
+        }
+        for q in &state.alerts {
+            let due = match q.digest {
+                None => at_ms,
+                Some(every) => {
+                    let last: Option<i64> = tx
+                        .prepare_cached(
+                            "SELECT at FROM digest_sent WHERE watch = ?1 AND notifier = ?2",
+                        )
+                        .and_then(|mut stmt| {
+                            stmt.query_row(params![watch, q.notifier], |row| row.get(0))
+                                .optional()
+                        })
+                        .map_err(err)?;
+                    last.map_or(at_ms, |last| {
+                        at_ms.max(last.saturating_add(millis_of(every)))
+                    })
+                }
+            };
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO outbox
+                 (alert_id, watch, notifier, created_at, next_attempt, digest, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    q.alert_id,
+                    watch,
+                    q.notifier,
+                    at_ms,
+                    due,
+                    q.digest.map(millis_of),
+                    q.body
+                ])
+            })
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)?;
+        Ok(recorded)
+    }
+
+    /// Pending outbox rows due at `now` (oldest first), at most `limit`.
+    pub fn due_alerts(
+        &self,
+        now: SystemTime,
+        limit: usize,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.outbox_query(
+            "WHERE state = 'pending' AND next_attempt <= ?1 ORDER BY id LIMIT ?2",
+            params![to_millis(now)?, i64::try_from(limit).unwrap_or(i64::MAX)],
+        )
+    }
+
+    /// Every outbox row (pending and failed), oldest first.
+    pub fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.outbox_query("ORDER BY id", params![])
+    }
+
+    /// When the next pending outbox row is due, if any.
+    pub fn next_alert_due(&self) -> Result<Option<SystemTime>, StoreError> {
+        let ms: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT min(next_attempt) FROM outbox WHERE state = 'pending'")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(|source| self.db_error("read the outbox", source))?;
+        opt_time(ms).map_err(|source| StoreError::CorruptWatch {
+            watch: "(outbox)".to_owned(),
+            source,
+        })
+    }
+
+    /// Deletes delivered rows and notes, for digests, when each (watch,
+    /// notifier) pair last sent one.
+    pub fn alerts_delivered(&mut self, ids: &[i64], at: SystemTime) -> Result<(), StoreError> {
+        let at_ms = to_millis(at)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(outbox_error)?;
+        for id in ids {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO digest_sent (watch, notifier, at)
+                 SELECT watch, notifier, ?2 FROM outbox WHERE id = ?1 AND digest IS NOT NULL",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, at_ms]))
+            .and_then(|_| {
+                tx.prepare_cached("DELETE FROM outbox WHERE id = ?1")?
+                    .execute([id])
+            })
+            .map_err(outbox_error)?;
+        }
+        tx.commit().map_err(outbox_error)?;
+        Ok(())
+    }
+
+    /// Records a failed attempt on each row: the error, one more attempt,
+    /// and either the next attempt time or, when `give_up` is set, the
+    /// `failed` state.
+    pub fn alerts_failed(
+        &mut self,
+        ids: &[i64],
+        error: &str,
+        next_attempt: SystemTime,
+        give_up: bool,
+    ) -> Result<(), StoreError> {
+        let next = to_millis(next_attempt)?;
+        let state = if give_up { "failed" } else { "pending" };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(outbox_error)?;
+        for id in ids {
+            tx.prepare_cached(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?2,
+                 next_attempt = ?3, state = ?4 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, error, next, state]))
+            .map_err(outbox_error)?;
+        }
+        tx.commit().map_err(outbox_error)?;
+        Ok(())
+    }
+
+    fn outbox_query(
+        &self,
+        tail: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let sql = format!(
+            "SELECT id, alert_id, watch, notifier, created_at, next_attempt, attempts, digest,
+                    state, last_error, body FROM outbox {tail}"
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(args, |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, i64>(4)?,
+                        row.get::<_, i64>(5)?,
+                        row.get::<_, i64>(6)?,
+                        row.get::<_, Option<i64>>(7)?,
+                        row.get::<_, String>(8)?,
+                        row.get::<_, Option<String>>(9)?,
+                        row.get::<_, String>(10)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(outbox_error)?;
+        rows.into_iter()
+            .map(
+                |(
+                    id,
+                    alert_id,
+                    watch,
+                    notifier,
+                    created,
+                    next,
+                    attempts,
+                    digest,
+                    state,
+                    e,
+                    body,
+                )| {
+                    let corrupt = |source| StoreError::CorruptWatch {
+                        watch: watch.clone(),
+                        source,
+                    };
+                    Ok(OutboxEntry {
+                        created_at: from_millis(created).map_err(corrupt)?,
+                        next_attempt: from_millis(next).map_err(corrupt)?,
+                        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                        digest: digest.map(|ms| Duration::from_millis(ms.unsigned_abs())),
+                        state: if state == "failed" {
+                            OutboxState::Failed
+                        } else {
+                            OutboxState::Pending
+                        },
+                        id,
+                        alert_id,
+                        watch,
+                        notifier,
+                        last_error: e,
+                        body,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    fn db_error(&self, action: &str, source: rusqlite::Error) -> StoreError {
+        StoreError::Database {
+            path: self.path.clone(),
+            action: action.to_owned(),
+            source,
+        }
+    }
+}
+
+fn outbox_error(source: rusqlite::Error) -> StoreError {
+    watch_error("(outbox)", "update the outbox of", source)
+}
