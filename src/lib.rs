@@ -19,6 +19,7 @@ pub mod commands;
 pub mod diff;
 pub mod document;
 pub mod dom;
+pub mod fetch;
 pub mod hierarchy;
 pub mod number;
 pub mod output;
