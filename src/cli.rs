@@ -12,9 +12,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "semclip", version, about, long_about = None)]
 pub struct Cli {
-    /// Log verbosity on stderr (error, warn, info, debug, trace); RUST_LOG overrides.
-    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
-    pub log_level: String,
+    /// Log verbosity on stderr (error, warn, info, debug, trace; default: info for `run`,
+    /// warn otherwise); RUST_LOG overrides.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -29,6 +30,53 @@ pub enum Command {
     Xpath(XpathArgs),
     /// Print the semantic changes between two pages (exit 0 same, 1 different).
     Diff(DiffArgs),
+    /// Run watches once and print what changed and what is alerted (exit 1 if alerts).
+    Check(CheckArgs),
+    /// Run the monitoring daemon on the watches directory.
+    Run(RunArgs),
+}
+
+/// Where the configuration is: shared by `run`, `check` and `validate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigArgs {
+    /// The daemon file [default: semclip.yaml if it exists, else built-in defaults].
+    #[arg(long, short, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// The watches directory [default: the daemon file's `watches`].
+    #[arg(long, value_name = "DIR")]
+    pub watches: Option<std::path::PathBuf>,
+}
+
+impl ConfigArgs {
+    /// The daemon file to read: the one given, else `semclip.yaml` in the
+    /// current directory if there is one, else none (built-in defaults).
+    pub fn config_file(&self) -> Option<std::path::PathBuf> {
+        self.config.clone().or_else(|| {
+            let default = std::path::PathBuf::from("semclip.yaml");
+            default.is_file().then_some(default)
+        })
+    }
+}
+
+/// Arguments of `semclip run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Arguments of `semclip check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Watch ids to check [default: all].
+    pub watch: Vec<String>,
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Record nothing and send nothing: only print what would happen.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Arguments of `semclip diff`.

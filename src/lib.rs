@@ -14,16 +14,23 @@
 //! - [`document`]: read a saved hierarchy document back;
 //! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite.
 
+pub mod check;
 pub mod cli;
 pub mod commands;
+pub mod config;
+pub mod daemon;
+pub mod demo;
 pub mod diff;
 pub mod document;
 pub mod dom;
 pub mod fetch;
 pub mod hierarchy;
+pub mod notify;
 pub mod number;
+pub mod outbox;
 pub mod output;
 pub mod refresh;
+pub mod schedule;
 pub mod source;
 pub mod store;
 pub mod threshold;

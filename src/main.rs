@@ -15,8 +15,13 @@ fn main() -> ExitCode {
     // html5ever logs the page's own markup errors ("foster parenting not
     // implemented") as warnings: about the page, not semclip, so they show
     // only at debug and trace. RUST_LOG overrides all of this.
-    let level = match cli.log_level.as_str() {
-        "debug" | "trace" => cli.log_level.clone(),
+    let default_level = if matches!(cli.command, Command::Run(_)) {
+        "info"
+    } else {
+        "warn"
+    };
+    let level = match cli.log_level.as_deref().unwrap_or(default_level) {
+        level @ ("debug" | "trace") => level.to_owned(),
         other => format!("{other},html5ever=error"),
     };
     let filter = EnvFilter::try_from_default_env()
@@ -44,6 +49,8 @@ fn main() -> ExitCode {
             Command::Hierarchy(args) => commands::hierarchy::run(args, &mut out).await,
             Command::Xpath(args) => commands::xpath::run(args, &mut out).await,
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
+            Command::Check(args) => commands::check::run(args, &mut out).await,
+            Command::Run(args) => commands::run::run(args).await,
         }
     });
     let _ = out.flush();

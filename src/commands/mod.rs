@@ -3,8 +3,10 @@
 //! One file per subcommand. Each returns [`Outcome`]; the binary maps it to
 //! the process exit code (see README, "Exit codes").
 
+pub mod check;
 pub mod diff;
 pub mod hierarchy;
+pub mod run;
 pub mod xpath;
 
 use anyhow::Context;

@@ -1,0 +1,617 @@
+//! One check of one watch: fetch -> hierarchy -> hash compare -> (if
+//! changed) semantic diff and snapshot -> thresholds -> alerts queued, all
+//! recorded in one store transaction.
+//!
+//! Fetching is async; decoding, building the hierarchy, diffing and XPath
+//! run on a blocking thread (the DOM and libxml2 types are not `Send`), as do
+//! the SQLite calls. A check never panics on a page: every failure becomes
+//! the watch's `last_error`, and after `alert_after` consecutive failures one
+//! `failing` alert, then one `recovered` alert when a check succeeds again.
+//!
+//! Thresholds are evaluated when the data changed, or when the threshold
+//! settings changed since the last evaluation (on a 304 or an unchanged page
+//! the stored snapshot is used), so an unchanged page costs one hash
+//! comparison.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use crate::commands::diff::text_line;
+use crate::config::{Auth, DaemonConfig, Threshold, Watch};
+use crate::diff::Change;
+use crate::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
+use crate::hierarchy::Hierarchy;
+use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
+use crate::output::{XmlOptions, to_xml};
+use crate::refresh::{self, Prepared};
+use crate::source::FetchOptions;
+use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
+use crate::threshold::{self, Bounds, Level, Reading, Transition};
+use crate::xpath::HierarchyDoc;
+
+/// A few open stores on one file, shared by the blocking threads that run
+/// checks (SQLite in WAL mode lets them read side by side; writes queue).
+#[derive(Debug)]
+pub struct StorePool {
+    path: PathBuf,
+    idle: Mutex<Vec<Store>>,
+}
+
+impl StorePool {
+    /// Opens (creating or migrating) the store at `path`.
+    pub fn open(path: PathBuf) -> Result<StorePool, StoreError> {
+        let first = Store::open(&path)?;
+        Ok(StorePool {
+            path,
+            idle: Mutex::new(vec![first]),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Runs `f` with a store (blocking: call from a blocking thread).
+    pub fn with<R>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut store = match taken {
+            Some(store) => store,
+            None => Store::open(&self.path)?,
+        };
+        let result = f(&mut store);
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(store);
+        result
+    }
+
+    /// Runs `f` with a store on a blocking thread.
+    pub async fn run<R: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Store) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, CheckError> {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || pool.with(f))
+            .await
+            .map_err(|e| CheckError::Worker(e.to_string()))?
+            .map_err(|e| CheckError::Store(Box::new(e)))
+    }
+}
+
+/// What every check shares.
+#[derive(Debug)]
+pub struct Engine {
+    /// The store.
+    pub stores: Arc<StorePool>,
+    /// HTTP clients.
+    pub clients: Clients,
+    /// Per-host politeness.
+    pub limiter: HostLimiter,
+    /// The daemon settings.
+    pub daemon: Arc<DaemonConfig>,
+}
+
+impl Engine {
+    /// An engine over an open store pool.
+    pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
+        Engine {
+            stores,
+            clients: Clients::default(),
+            limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
+            daemon,
+        }
+    }
+}
+
+/// Why a check could not even be recorded (page failures are not errors:
+/// they are recorded in the watch's status).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The store failed.
+    #[error("store error")]
+    Store(#[source] Box<StoreError>),
+    /// A worker thread died.
+    #[error("a worker thread failed: {0}")]
+    Worker(String),
+}
+
+/// What happened to the page.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PageOutcome {
+    /// 304 Not Modified.
+    NotModified,
+    /// Fetched; its data is the same as stored.
+    Unchanged,
+    /// The first snapshot of this watch.
+    First,
+    /// The data changed.
+    Changed(Vec<Change>),
+    /// The check failed.
+    Failed(String),
+}
+
+/// The result of one check.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    /// The watch.
+    pub watch: String,
+    /// What happened to the page.
+    pub outcome: PageOutcome,
+    /// The alerts raised (queued, unless a dry run).
+    pub alerts: Vec<Alert>,
+    /// Each threshold's level and value after the check (empty when not
+    /// evaluated).
+    pub thresholds: Vec<(String, Level, Option<f64>)>,
+}
+
+/// Runs one check of `watch` at `now`. `next_run` is stored as the watch's
+/// next run. A dry run writes nothing and queues nothing.
+pub async fn check(
+    engine: &Engine,
+    watch: &Arc<Watch>,
+    now: SystemTime,
+    next_run: Option<SystemTime>,
+    dry_run: bool,
+) -> Result<CheckReport, CheckError> {
+    let id = watch.id.clone();
+    let status = engine
+        .stores
+        .run(move |s| {
+            let status = s.status(&id)?;
+            let hash = s.current_hash(&id)?;
+            Ok((status, hash))
+        })
+        .await?;
+    let (status, current_hash) = status;
+    let mut status = status.unwrap_or_else(|| WatchStatus {
+        watch: watch.id.clone(),
+        ..WatchStatus::default()
+    });
+    status.last_attempt = Some(now);
+    if next_run.is_some() {
+        status.next_run = next_run;
+    }
+    // Validators only when there is a snapshot to fall back on.
+    let validators = current_hash.is_some();
+    let request = page_request(watch, &status, validators);
+    let fetched = fetch::fetch(&engine.clients, &engine.limiter, &request).await;
+
+    let stores = Arc::clone(&engine.stores);
+    let watch = Arc::clone(watch);
+    let retention = engine.daemon.retention;
+    let alert_after = watch.failures.alert_after;
+    tokio::task::spawn_blocking(move || {
+        stores
+            .with(|store| {
+                let mut work = Work {
+                    watch: &watch,
+                    now,
+                    status,
+                    alerts: Vec::new(),
+                    state: CheckState::default(),
+                };
+                let (outcome, snapshot) = match fetched {
+                    Err(error) => {
+                        let message = error_chain(&error);
+                        work.failed(&message, alert_after);
+                        (PageOutcome::Failed(message), None)
+                    }
+                    Ok(Fetched::NotModified) => {
+                        work.succeeded();
+                        work.evaluate_stored(store, current_hash.as_deref())?;
+                        (PageOutcome::NotModified, None)
+                    }
+                    Ok(Fetched::Page {
+                        page,
+                        etag,
+                        last_modified,
+                    }) => {
+                        let decoded = page.decode();
+                        let url = page.url.as_ref().map(ToString::to_string);
+                        let h = Hierarchy::from_html(&decoded.text, url.as_deref());
+                        match refresh::prepare(store, &watch.id, &h, &watch.ignore) {
+                            Err(error) => {
+                                let message = error_chain(&error);
+                                work.failed(&message, alert_after);
+                                (PageOutcome::Failed(message), None)
+                            }
+                            Ok(prepared) => {
+                                work.succeeded();
+                                work.status.etag = etag;
+                                work.status.last_modified = last_modified;
+                                let outcome =
+                                    work.page(store, &h, &prepared, current_hash.is_none())?;
+                                (outcome, Some(prepared))
+                            }
+                        }
+                    }
+                };
+                let CheckState { thresholds, .. } = &work.state;
+                let levels = thresholds
+                    .iter()
+                    .map(|t| (t.name.clone(), Level::parse(&t.state), t.value))
+                    .collect();
+                if !dry_run {
+                    work.state.status = work.status.clone();
+                    work.state.alerts = queue(&watch, &work.alerts);
+                    store.record_check(
+                        &watch.id,
+                        now,
+                        snapshot.as_ref().map(|p| p.snapshot_part(&retention)),
+                        &work.state,
+                    )?;
+                }
+                Ok(CheckReport {
+                    watch: watch.id.clone(),
+                    outcome,
+                    alerts: work.alerts,
+                    thresholds: levels,
+                })
+            })
+            .map_err(|e| CheckError::Store(Box::new(e)))
+    })
+    .await
+    .map_err(|e| CheckError::Worker(e.to_string()))?
+}
+
+/// The outbox rows for `alerts`: one per alert and notifier.
+fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
+    let mut out = Vec::new();
+    for alert in alerts {
+        let (notifiers, digest): (Vec<String>, Option<Duration>) = match alert.kind {
+            AlertKind::Changed => match &watch.on_change {
+                Some(on) => (on.notify.clone(), on.digest),
+                None => (Vec::new(), None),
+            },
+            AlertKind::Failing | AlertKind::Recovered => (watch.failures.notify.clone(), None),
+            _ => {
+                let name = alert.threshold.as_ref().map(|t| t.name.as_str());
+                let notify = watch
+                    .thresholds
+                    .iter()
+                    .find(|t| Some(t.name.as_str()) == name)
+                    .map(|t| t.notify.clone())
+                    .unwrap_or_default();
+                (notify, None)
+            }
+        };
+        let Ok(body) = serde_json::to_string(alert) else {
+            continue;
+        };
+        for notifier in notifiers {
+            out.push(Queued {
+                alert_id: alert.id.clone(),
+                notifier,
+                body: body.clone(),
+                digest,
+            });
+        }
+    }
+    out
+}
+
+/// An error and its causes on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRequest {
+    let f = &watch.fetch;
+    PageRequest {
+        url: watch.url.clone(),
+        opts: FetchOptions {
+            max_body_bytes: f.max_body,
+            connect_timeout: f.connect_timeout,
+            request_timeout: f.timeout,
+            max_redirects: f.max_redirects,
+            proxy: f.proxy.clone(),
+        },
+        retries: f.retries,
+        headers: f.headers.clone(),
+        cookies: f
+            .cookies
+            .iter()
+            .map(|(n, v)| (n.clone(), v.expose().to_owned()))
+            .collect(),
+        credentials: f.auth.as_ref().map(|a| match a {
+            Auth::Basic { username, password } => Credentials::Basic {
+                username: username.clone(),
+                password: password.expose().to_owned(),
+            },
+            Auth::Bearer { token } => Credentials::Bearer(token.expose().to_owned()),
+        }),
+        etag: status.etag.clone().filter(|_| validators),
+        last_modified: status.last_modified.clone().filter(|_| validators),
+    }
+}
+
+/// The settings thresholds are judged by, as a fingerprint: with the
+/// content hash, it tells whether an evaluation is already done.
+fn fingerprint(hash: &str, thresholds: &[Threshold]) -> String {
+    let settings = format!("{thresholds:?}");
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(hash.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(settings.as_bytes());
+    hasher.finalize().to_hex()[..32].to_owned()
+}
+
+/// A fresh alert id: time, process-wide sequence and randomness, so ids
+/// never repeat across restarts.
+pub fn alert_id(now: SystemTime) -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let ms = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let salt: u32 = rand::random();
+    format!("{ms:012x}-{seq:04x}-{salt:08x}")
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn bounds_of(t: &Threshold) -> Bounds {
+    Bounds {
+        above: t.above,
+        below: t.below,
+        outside: t.outside,
+        change_pct: t.change_pct,
+        hysteresis: t.hysteresis,
+    }
+}
+
+/// One check's state while it is worked out.
+struct Work<'a> {
+    watch: &'a Watch,
+    now: SystemTime,
+    status: WatchStatus,
+    alerts: Vec<Alert>,
+    state: CheckState,
+}
+
+impl Work<'_> {
+    fn alert(&self, kind: AlertKind, summary: String) -> Alert {
+        Alert {
+            id: alert_id(self.now),
+            kind,
+            watch: self.watch.id.clone(),
+            watch_title: self.watch.title.clone(),
+            url: self.watch.url.to_string(),
+            at: rfc3339(self.now),
+            summary,
+            threshold: None,
+            changes: Vec::new(),
+            error: None,
+            failures: None,
+        }
+    }
+
+    fn failed(&mut self, message: &str, alert_after: u32) {
+        tracing::warn!(watch = %self.watch.id, error = %message, "check failed");
+        self.status.failures = self.status.failures.saturating_add(1);
+        self.status.last_error = Some(message.to_owned());
+        if self.status.failures >= alert_after.max(1) && !self.status.failing_alerted {
+            self.status.failing_alerted = true;
+            let mut alert = self.alert(
+                AlertKind::Failing,
+                format!(
+                    "{}: {} failed checks in a row: {message}",
+                    self.watch.id, self.status.failures
+                ),
+            );
+            alert.error = Some(message.to_owned());
+            alert.failures = Some(self.status.failures);
+            self.alerts.push(alert);
+        }
+    }
+
+    fn succeeded(&mut self) {
+        if self.status.failing_alerted {
+            let alert = self.alert(
+                AlertKind::Recovered,
+                format!(
+                    "{}: checks succeed again after {} failures",
+                    self.watch.id, self.status.failures
+                ),
+            );
+            self.alerts.push(alert);
+        }
+        self.status.failures = 0;
+        self.status.failing_alerted = false;
+        self.status.last_error = None;
+        self.status.last_success = Some(self.now);
+    }
+
+    /// A 304 (or nothing new): thresholds are judged on the stored snapshot
+    /// only if their settings changed since the last evaluation.
+    fn evaluate_stored(&mut self, store: &Store, hash: Option<&str>) -> Result<(), StoreError> {
+        let Some(hash) = hash else { return Ok(()) };
+        let fp = fingerprint(hash, &self.watch.thresholds);
+        if self.status.evaluated.as_deref() == Some(fp.as_str()) {
+            return Ok(());
+        }
+        if let Some(snapshot) = store.current(&self.watch.id)? {
+            self.evaluate(store, &snapshot.xml)?;
+        }
+        self.status.evaluated = Some(fp);
+        Ok(())
+    }
+
+    fn page(
+        &mut self,
+        store: &Store,
+        h: &Hierarchy,
+        prepared: &Prepared,
+        first: bool,
+    ) -> Result<PageOutcome, StoreError> {
+        let fp = fingerprint(&prepared.hash, &self.watch.thresholds);
+        let outcome = if prepared.unchanged {
+            PageOutcome::Unchanged
+        } else if first {
+            PageOutcome::First
+        } else {
+            PageOutcome::Changed(prepared.changes.clone())
+        };
+        if !prepared.changes.is_empty() && self.watch.on_change.is_some() {
+            let n = prepared.changes.len();
+            let mut alert = self.alert(
+                AlertKind::Changed,
+                format!(
+                    "{}: {n} change{}",
+                    self.watch.title.as_deref().unwrap_or(&self.watch.id),
+                    if n == 1 { "" } else { "s" }
+                ),
+            );
+            alert.changes = prepared.changes.iter().map(change_line).collect();
+            self.alerts.push(alert);
+        }
+        if self.status.evaluated.as_deref() != Some(fp.as_str())
+            && !self.watch.thresholds.is_empty()
+        {
+            if prepared.unchanged {
+                let xml = to_xml(h, XmlOptions::default());
+                self.evaluate(store, &xml)?;
+            } else {
+                self.evaluate(store, &prepared.xml)?;
+            }
+        }
+        self.status.evaluated = Some(fp);
+        Ok(outcome)
+    }
+
+    /// Judges every threshold on the hierarchy `xml`.
+    fn evaluate(&mut self, store: &Store, xml: &str) -> Result<(), StoreError> {
+        let watch = self.watch;
+        if watch.thresholds.is_empty() {
+            return Ok(());
+        }
+        let doc = match HierarchyDoc::parse(xml) {
+            Ok(doc) => doc,
+            Err(error) => {
+                tracing::error!(watch = %watch.id, %error, "cannot read the hierarchy for thresholds");
+                return Ok(());
+            }
+        };
+        let stored = store.thresholds(&watch.id)?;
+        for t in &watch.thresholds {
+            let before = stored.iter().find(|r| r.name == t.name);
+            let reading = threshold::read(&doc, &t.xpath).unwrap_or_else(|e| Reading::Lost {
+                reason: error_chain(&e),
+            });
+            let bounds = bounds_of(t);
+            let previous = before.map(|r| Level::parse(&r.state));
+            let previous_value = before.and_then(|r| r.value);
+            let j = threshold::judge(&bounds, previous, previous_value, &reading);
+            let (value, node, context) = match &reading {
+                Reading::Value {
+                    value,
+                    node,
+                    context,
+                } => (Some(*value), node.clone(), context.clone()),
+                Reading::Lost { .. } => (None, None, String::new()),
+            };
+            if let Some(v) = value {
+                self.state.values.push((t.name.clone(), v));
+            }
+            let since = match before {
+                Some(r) if Some(j.level) == previous => r.since,
+                _ => self.now,
+            };
+            self.state.thresholds.push(ThresholdRecord {
+                name: t.name.clone(),
+                state: j.level.as_str().to_owned(),
+                value: value.or(previous_value),
+                node: node.clone().or_else(|| before.and_then(|r| r.node.clone())),
+                since,
+            });
+            let Some(transition) = j.transition else {
+                continue;
+            };
+            if transition == Transition::Returned && !t.on_return {
+                continue;
+            }
+            let shown = value.map(threshold::fmt).unwrap_or_default();
+            let (kind, summary) = match (&transition, &reading) {
+                (Transition::Crossed, _) => (
+                    AlertKind::ThresholdCrossed,
+                    format!("{}: {shown} is {} ({context})", t.name, j.bound),
+                ),
+                (Transition::Returned, _) => (
+                    AlertKind::ThresholdReturned,
+                    format!(
+                        "{}: {shown} is back within bounds ({}) ({context})",
+                        t.name,
+                        threshold::describe(&bounds)
+                    ),
+                ),
+                (Transition::Lost, Reading::Lost { reason }) => (
+                    AlertKind::SelectorLost,
+                    format!("{}: selector lost: {reason}", t.name),
+                ),
+                (Transition::Lost, _) => (
+                    AlertKind::SelectorLost,
+                    format!("{}: selector lost", t.name),
+                ),
+                (Transition::Found, _) => (
+                    AlertKind::SelectorFound,
+                    format!(
+                        "{}: selector found again, value {shown} ({context})",
+                        t.name
+                    ),
+                ),
+            };
+            let mut alert = self.alert(kind, summary);
+            alert.threshold = Some(ThresholdAlert {
+                name: t.name.clone(),
+                xpath: t.xpath.clone(),
+                value,
+                previous: previous_value,
+                bound: j.bound.clone(),
+                context: context.clone(),
+                node,
+            });
+            self.alerts.push(alert);
+        }
+        Ok(())
+    }
+}
+
+/// A change in data terms, for notifications.
+pub fn change_line(c: &Change) -> ChangeLine {
+    ChangeLine {
+        kind: c.kind.name().to_owned(),
+        path: c
+            .context
+            .iter()
+            .filter(|l| !l.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" / "),
+        text: text_line(c),
+    }
+}
+
+/// Whether a report's page outcome is a failure.
+pub fn failed(report: &CheckReport) -> bool {
+    matches!(report.outcome, PageOutcome::Failed(_))
+}

@@ -1,0 +1,105 @@
+//! `semclip check [WATCH...]`: runs watches once, prints what changed and
+//! what is alerted, and (unless `--dry-run`) records the checks and delivers
+//! the alerts. Exit status: 0 nothing to alert, 1 alerts raised, 2 a check
+//! failed or trouble.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::bail;
+
+use super::Outcome;
+use crate::check::{self, Engine, PageOutcome};
+use crate::cli::CheckArgs;
+use crate::commands::diff::text_line;
+use crate::daemon;
+
+/// Runs the command, writing to `out`.
+pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let loaded = daemon::load(
+        args.config.config_file().as_deref(),
+        args.config.watches.as_deref(),
+    )?;
+    let mut selected = Vec::new();
+    for id in &args.watch {
+        match loaded.watches.iter().find(|w| &w.id == id) {
+            Some(w) => selected.push(Arc::new(w.clone())),
+            None => {
+                let known: Vec<&str> = loaded.watches.iter().map(|w| w.id.as_str()).collect();
+                bail!("no watch `{id}` (the watches are: {})", known.join(", "));
+            }
+        }
+    }
+    if args.watch.is_empty() {
+        selected = loaded.watches.iter().cloned().map(Arc::new).collect();
+    }
+    let daemon_cfg = Arc::new(loaded.daemon);
+    let stores = daemon::open_store(&daemon_cfg)?;
+    let engine = Arc::new(Engine::new(Arc::clone(&daemon_cfg), Arc::clone(&stores)));
+    let now = SystemTime::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(
+        daemon_cfg.limits.concurrency.max(1),
+    ));
+    for (i, watch) in selected.iter().enumerate() {
+        let engine = Arc::clone(&engine);
+        let watch = Arc::clone(watch);
+        let slots = Arc::clone(&slots);
+        let dry_run = args.dry_run;
+        tasks.spawn(async move {
+            let _permit = slots.acquire_owned().await;
+            (i, check::check(&engine, &watch, now, None, dry_run).await)
+        });
+    }
+    let mut reports = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (i, report) = joined.map_err(|e| anyhow::anyhow!("a check task failed: {e}"))?;
+        reports.push((i, report?));
+    }
+    reports.sort_by_key(|(i, _)| *i);
+    let (mut alerts, mut failed) = (0, false);
+    for (_, report) in &reports {
+        writeln!(out, "{}", daemon::describe(report))?;
+        if let PageOutcome::Changed(changes) = &report.outcome {
+            for c in changes {
+                writeln!(out, "  {}", text_line(c))?;
+            }
+        }
+        for (name, level, value) in &report.thresholds {
+            let value = value
+                .map(crate::threshold::fmt)
+                .unwrap_or_else(|| "-".into());
+            writeln!(out, "  threshold {name}: {} ({value})", level.as_str())?;
+        }
+        for alert in &report.alerts {
+            let verb = if args.dry_run { "would alert" } else { "alert" };
+            writeln!(out, "  {verb}: {}", alert.summary)?;
+        }
+        alerts += report.alerts.len();
+        failed |= check::failed(report);
+    }
+    if !args.dry_run && alerts > 0 {
+        let notifiers = daemon::notifiers(&daemon_cfg)?;
+        let round = crate::outbox::deliver_due(
+            &stores,
+            &notifiers,
+            daemon_cfg.alerts.give_up_after,
+            SystemTime::now(),
+        )
+        .await?;
+        writeln!(
+            out,
+            "alerts: {} delivered, {} queued for retry, {} given up",
+            round.delivered, round.retrying, round.given_up
+        )?;
+    }
+    if failed {
+        bail!("some checks failed (see above)");
+    }
+    Ok(if alerts > 0 {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}

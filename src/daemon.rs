@@ -1,0 +1,397 @@
+//! `semclip run`: the scheduler, the outbox and the service plumbing.
+//!
+//! One scheduler task keeps every watch's next run in an ordered set and
+//! starts checks as they fall due, at most `limits.concurrency` at a time
+//! (the per-host limits apply inside each fetch) and never two of one watch
+//! at once. Each check stores its watch's next run in the same transaction
+//! as its result, so a restart resumes the schedule: a run missed while the
+//! daemon was down happens once at start, not once per missed slot, and a
+//! run that completed is not repeated.
+//!
+//! Signals: SIGTERM and Ctrl-C stop scheduling, let the checks in flight
+//! finish (up to [`DRAIN_TIMEOUT`]) and exit. SIGHUP, or a change in the
+//! watches directory, reloads the watch files: if they are all valid the new
+//! set replaces the old one (state is kept in the store, by watch id), and
+//! otherwise every error is logged and the old set keeps running.
+//!
+//! Under systemd (`Type=notify`) the daemon reports readiness, reloads and
+//! stopping, and pings the watchdog when one is configured.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::check::{self, CheckReport, Engine, PageOutcome, StorePool};
+use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
+use crate::notify::Notifier;
+use crate::outbox;
+
+/// How long checks in flight may take to finish at shutdown.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the watches directory must be quiet before a change reloads it.
+const RELOAD_SETTLE: Duration = Duration::from_millis(300);
+
+/// The longest the outbox task sleeps without looking.
+const OUTBOX_POLL: Duration = Duration::from_secs(30);
+
+/// Loads the configuration, or returns every diagnostic as one error.
+pub fn load(config: Option<&Path>, watches: Option<&Path>) -> anyhow::Result<Loaded> {
+    config::load(config, watches).map_err(|diagnostics| invalid(&diagnostics))
+}
+
+/// One error listing every diagnostic, one per line.
+pub fn invalid(diagnostics: &[Diagnostic]) -> anyhow::Error {
+    let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    anyhow::anyhow!(
+        "{} error{} in the configuration:\n{}",
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
+}
+
+/// Builds the notifiers the daemon file defines.
+pub fn notifiers(daemon: &DaemonConfig) -> anyhow::Result<HashMap<String, Notifier>> {
+    let http = crate::source::http_client(&crate::source::FetchOptions::default())?;
+    daemon
+        .notifiers
+        .iter()
+        .map(|(name, cfg)| {
+            Notifier::from_config(name, cfg, daemon.smtp.as_ref(), &http)
+                .map(|n| (name.clone(), n))
+                .with_context(|| format!("cannot set up notifier `{name}`"))
+        })
+        .collect()
+}
+
+/// Opens the store the daemon file names, creating its directory.
+pub fn open_store(daemon: &DaemonConfig) -> anyhow::Result<Arc<StorePool>> {
+    if let Some(parent) = daemon
+        .database
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    Ok(Arc::new(StorePool::open(daemon.database.clone())?))
+}
+
+/// One line about a finished check, for the log and for `semclip check`.
+pub fn describe(report: &CheckReport) -> String {
+    let what = match &report.outcome {
+        PageOutcome::NotModified => "not modified (304)".to_owned(),
+        PageOutcome::Unchanged => "unchanged".to_owned(),
+        PageOutcome::First => "first snapshot stored".to_owned(),
+        PageOutcome::Changed(changes) => format!("{} semantic changes", changes.len()),
+        PageOutcome::Failed(error) => format!("FAILED: {error}"),
+    };
+    format!("{}: {what}", report.watch)
+}
+
+fn to_utc(t: SystemTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from(t)
+}
+
+/// The next run of `watch` after `now`, with jitter.
+fn next_run(watch: &Watch, now: SystemTime) -> SystemTime {
+    watch
+        .schedule
+        .next_with_jitter(to_utc(now))
+        .map_or(now + Duration::from_secs(86_400), SystemTime::from)
+}
+
+/// Events the scheduler reacts to besides the clock.
+enum Event {
+    Done(
+        String,
+        SystemTime,
+        Box<Result<CheckReport, check::CheckError>>,
+    ),
+    Reload,
+    Stop,
+}
+
+/// Runs the daemon until SIGTERM or Ctrl-C.
+pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let loaded =
+        load(config_path.as_deref(), watches_dir.as_deref()).context("refusing to start")?;
+    let daemon = Arc::new(loaded.daemon);
+    let stores = open_store(&daemon)?;
+    let notifiers = Arc::new(notifiers(&daemon)?);
+    let engine = Arc::new(Engine::new(Arc::clone(&daemon), Arc::clone(&stores)));
+    tracing::info!(
+        database = %daemon.database.display(),
+        watches = loaded.watches.len(),
+        dir = %daemon.watches_dir.display(),
+        "semclip starting"
+    );
+
+    let mut background = JoinSet::new();
+    if let Some(demo) = &daemon.demo {
+        let addr = demo.listen;
+        background.spawn(async move {
+            if let Err(error) = crate::demo::serve(addr).await {
+                tracing::error!(%addr, %error, "the demo site cannot start");
+            }
+        });
+    }
+
+    // The outbox.
+    let wake_outbox = Arc::new(Notify::new());
+    let stop_outbox = Arc::new(Notify::new());
+    {
+        let stores = Arc::clone(&stores);
+        let notifiers = Arc::clone(&notifiers);
+        let wake = Arc::clone(&wake_outbox);
+        let stop = Arc::clone(&stop_outbox);
+        let give_up = daemon.alerts.give_up_after;
+        background.spawn(async move {
+            outbox_loop(stores, notifiers, give_up, wake, stop).await;
+        });
+    }
+
+    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
+    spawn_signals(events_tx.clone())?;
+    let _watcher = watch_directory(&daemon.watches_dir, events_tx.clone());
+
+    // The schedule: stored next runs, or now for new watches.
+    let statuses = stores.run(|s| s.statuses()).await?;
+    let stored: HashMap<String, Option<SystemTime>> = statuses
+        .into_iter()
+        .map(|s| (s.watch, s.next_run))
+        .collect();
+    let now = SystemTime::now();
+    let mut watches: HashMap<String, Arc<Watch>> = HashMap::new();
+    let mut queue: BTreeSet<(SystemTime, String)> = BTreeSet::new();
+    for w in loaded.watches {
+        let due = stored.get(&w.id).copied().flatten().unwrap_or(now);
+        queue.insert((due, w.id.clone()));
+        watches.insert(w.id.clone(), Arc::new(w));
+    }
+    let slots = Arc::new(Semaphore::new(daemon.limits.concurrency.max(1)));
+    let mut in_flight: HashSet<String> = HashSet::new();
+    let mut checks = JoinSet::new();
+    let watchdog = sd_notify::watchdog_enabled().map(|usec| usec / 2);
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+    tracing::info!("ready");
+
+    loop {
+        // Start what is due while there are free slots.
+        let now = SystemTime::now();
+        while let Some((due, id)) = queue.first().cloned() {
+            if due > now {
+                break;
+            }
+            let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+                break;
+            };
+            queue.pop_first();
+            let Some(watch) = watches.get(&id).cloned() else {
+                continue;
+            };
+            if !in_flight.insert(id.clone()) {
+                continue;
+            }
+            let next = next_run(&watch, now);
+            let engine = Arc::clone(&engine);
+            let tx = events_tx.clone();
+            let wake = Arc::clone(&wake_outbox);
+            checks.spawn(async move {
+                let report = check::check(&engine, &watch, now, Some(next), false).await;
+                drop(permit);
+                if report.as_ref().is_ok_and(|r| !r.alerts.is_empty()) {
+                    wake.notify_one();
+                }
+                let _ = tx.send(Event::Done(watch.id.clone(), next, Box::new(report)));
+            });
+        }
+        let sleep = queue
+            .first()
+            .map(|(due, _)| due.duration_since(SystemTime::now()).unwrap_or_default())
+            .unwrap_or(Duration::from_secs(3600));
+        let sleep = watchdog.map_or(sleep, |w| sleep.min(w));
+        let event = tokio::select! {
+            event = events.recv() => event,
+            () = tokio::time::sleep(sleep) => None,
+            Some(_) = checks.join_next(), if !checks.is_empty() => None,
+        };
+        if watchdog.is_some() {
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]);
+        }
+        match event {
+            None => {}
+            Some(Event::Done(id, next, report)) => {
+                in_flight.remove(&id);
+                match *report {
+                    Ok(report) => {
+                        let line = describe(&report);
+                        if matches!(report.outcome, PageOutcome::Failed(_)) {
+                            tracing::warn!("{line}");
+                        } else {
+                            tracing::info!("{line}");
+                        }
+                        for alert in &report.alerts {
+                            tracing::info!(watch = %id, kind = ?alert.kind, "alert: {}", alert.summary);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::error!(watch = %id, error = %format!("{error:#}"), "check not recorded");
+                    }
+                }
+                if watches.contains_key(&id) {
+                    queue.insert((next, id));
+                }
+            }
+            Some(Event::Reload) => {
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+                match config::load_watches(&daemon.watches_dir, &daemon) {
+                    Err(diagnostics) => {
+                        for d in &diagnostics {
+                            tracing::error!("{d}");
+                        }
+                        tracing::error!(
+                            errors = diagnostics.len(),
+                            "reload refused: the previous watches keep running"
+                        );
+                    }
+                    Ok(new) => {
+                        let before = watches.len();
+                        let mut next: HashMap<String, Arc<Watch>> = HashMap::new();
+                        for w in new {
+                            let changed_schedule = watches.get(&w.id).is_none_or(|old| {
+                                format!("{:?}", old.schedule) != format!("{:?}", w.schedule)
+                            });
+                            if changed_schedule {
+                                queue.retain(|(_, id)| id != &w.id);
+                                if !in_flight.contains(&w.id) {
+                                    let due = if watches.contains_key(&w.id) {
+                                        next_run(&w, SystemTime::now())
+                                    } else {
+                                        SystemTime::now()
+                                    };
+                                    queue.insert((due, w.id.clone()));
+                                }
+                            }
+                            next.insert(w.id.clone(), Arc::new(w));
+                        }
+                        queue.retain(|(_, id)| next.contains_key(id));
+                        tracing::info!(before, after = next.len(), "watches reloaded");
+                        watches = next;
+                    }
+                }
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+            }
+            Some(Event::Stop) => break,
+        }
+    }
+
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
+    tracing::info!(
+        in_flight = checks.len(),
+        "stopping: letting checks in flight finish"
+    );
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while checks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("checks still running after {DRAIN_TIMEOUT:?}; stopping anyway");
+        checks.abort_all();
+    }
+    stop_outbox.notify_one();
+    background.abort_all();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn outbox_loop(
+    stores: Arc<StorePool>,
+    notifiers: Arc<HashMap<String, Notifier>>,
+    give_up: Duration,
+    wake: Arc<Notify>,
+    stop: Arc<Notify>,
+) {
+    loop {
+        if let Err(error) =
+            outbox::deliver_due(&stores, &notifiers, give_up, SystemTime::now()).await
+        {
+            tracing::error!(error = %format!("{error:#}"), "outbox round failed");
+        }
+        let next = stores.run(|s| s.next_alert_due()).await.ok().flatten();
+        let sleep = next
+            .map(|t| t.duration_since(SystemTime::now()).unwrap_or_default())
+            .unwrap_or(OUTBOX_POLL)
+            .min(OUTBOX_POLL)
+            .max(Duration::from_millis(50));
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(sleep) => {}
+            () = stop.notified() => return,
+        }
+    }
+}
+
+fn spawn_signals(tx: mpsc::UnboundedSender<Event>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut hup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                _ = term.recv() => Event::Stop,
+                _ = int.recv() => Event::Stop,
+                _ = hup.recv() => Event::Reload,
+            };
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Watches the watches directory; a change sends one `Reload` once the
+/// directory has been quiet for [`RELOAD_SETTLE`]. Without inotify (or on
+/// error) only SIGHUP reloads.
+fn watch_directory(
+    dir: &Path,
+    tx: mpsc::UnboundedSender<Event>,
+) -> Option<fswatch::RecommendedWatcher> {
+    use fswatch::Watcher;
+    let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<()>();
+    let mut watcher =
+        match fswatch::recommended_watcher(move |event: fswatch::Result<fswatch::Event>| {
+            if event.is_ok_and(|e| !e.kind.is_access()) {
+                let _ = raw_tx.send(());
+            }
+        }) {
+            Ok(w) => w,
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch the watches directory; reload with SIGHUP");
+                return None;
+            }
+        };
+    if let Err(error) = watcher.watch(dir, fswatch::RecursiveMode::NonRecursive) {
+        tracing::warn!(dir = %dir.display(), %error, "cannot watch the watches directory; reload with SIGHUP");
+        return None;
+    }
+    tokio::spawn(async move {
+        while raw_rx.recv().await.is_some() {
+            // Settle: editors write files in several steps.
+            while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, raw_rx.recv()).await {}
+            if tx.send(Event::Reload).is_err() {
+                return;
+            }
+        }
+    });
+    Some(watcher)
+}

@@ -1,0 +1,112 @@
+//! Delivering the outbox: due rows are sent through their notifier, deleted
+//! once delivered, and otherwise retried with exponential backoff (5 s
+//! doubling to at most a minute between attempts) until `give_up_after`
+//! has passed since the alert was raised; then the row stays as `failed`.
+//! Permanent errors (a 4xx from a webhook, an SMTP 5xx) are retried the same
+//! way, since they are usually fixed on the other side (a wrong password,
+//! a receiver not yet deployed), and logged as errors.
+//!
+//! Rows of a digest notifier for one watch that are due together go out as
+//! one message.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::check::{CheckError, StorePool};
+use crate::fetch::backoff;
+use crate::notify::{Alert, Notifier};
+use crate::store::OutboxEntry;
+
+/// Rows read per round.
+const BATCH: usize = 256;
+
+/// First retry delay.
+const RETRY_BASE: Duration = Duration::from_secs(5);
+
+/// What one delivery round did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Rows delivered (and deleted).
+    pub delivered: usize,
+    /// Rows that failed and will be retried.
+    pub retrying: usize,
+    /// Rows given up on.
+    pub given_up: usize,
+}
+
+/// Delivers every row due at `now`.
+pub async fn deliver_due(
+    stores: &Arc<StorePool>,
+    notifiers: &HashMap<String, Notifier>,
+    give_up_after: Duration,
+    now: SystemTime,
+) -> Result<Round, CheckError> {
+    let due = stores.run(move |s| s.due_alerts(now, BATCH)).await?;
+    // One delivery per row, except digest rows: one per (notifier, watch).
+    let mut groups: BTreeMap<(String, String, i64), Vec<OutboxEntry>> = BTreeMap::new();
+    for row in due {
+        let key = match row.digest {
+            Some(_) => (row.notifier.clone(), row.watch.clone(), 0),
+            None => (row.notifier.clone(), row.watch.clone(), row.id),
+        };
+        groups.entry(key).or_default().push(row);
+    }
+    let mut round = Round::default();
+    for ((notifier_name, watch, _), rows) in groups {
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let alerts: Vec<Alert> = rows
+            .iter()
+            .filter_map(|r| match serde_json::from_str(&r.body) {
+                Ok(alert) => Some(alert),
+                Err(error) => {
+                    tracing::error!(id = r.id, %error, "an outbox row does not decode");
+                    None
+                }
+            })
+            .collect();
+        let result = match notifiers.get(&notifier_name) {
+            _ if alerts.is_empty() => Err(("the alert does not decode".to_owned(), false)),
+            Some(notifier) => notifier
+                .deliver(&alerts)
+                .await
+                .map_err(|e| (e.message, e.transient)),
+            None => Err((
+                format!("no notifier `{notifier_name}` is configured any more"),
+                false,
+            )),
+        };
+        match result {
+            Ok(()) => {
+                tracing::info!(notifier = %notifier_name, %watch, alerts = ids.len(), "delivered");
+                round.delivered += ids.len();
+                stores
+                    .run(move |s| s.alerts_delivered(&ids, SystemTime::now()))
+                    .await?;
+            }
+            Err((message, transient)) => {
+                let oldest = rows.iter().map(|r| r.created_at).min().unwrap_or(now);
+                let attempts = rows.iter().map(|r| r.attempts).max().unwrap_or(0) + 1;
+                let give_up = now.duration_since(oldest).unwrap_or_default() >= give_up_after;
+                if give_up {
+                    tracing::error!(notifier = %notifier_name, %watch, error = %message, attempts,
+                        "giving up on delivering alerts");
+                    round.given_up += ids.len();
+                } else if transient {
+                    tracing::warn!(notifier = %notifier_name, %watch, error = %message, attempts,
+                        "delivery failed, will retry");
+                    round.retrying += ids.len();
+                } else {
+                    tracing::error!(notifier = %notifier_name, %watch, error = %message, attempts,
+                        "delivery refused, will retry");
+                    round.retrying += ids.len();
+                }
+                let next = now + backoff(attempts, RETRY_BASE);
+                stores
+                    .run(move |s| s.alerts_failed(&ids, &message, next, give_up))
+                    .await?;
+            }
+        }
+    }
+    Ok(round)
+}

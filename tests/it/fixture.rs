@@ -1,0 +1,265 @@
+//! A local fixture site for the daemon tests, on 127.0.0.1 with its own
+//! runtime thread (the daemon under test is a separate process):
+//!
+//! - `/quotes.html`: a quote page whose GAZP price and markup the test sets,
+//!   with an `ETag` over the body and `304` for a matching `If-None-Match`;
+//! - hostile pages: `/silent` (never answers), `/trickle` (a byte a second),
+//!   `/huge` (50 MB), `/bomb` (a gzip bomb), `/loop` (a redirect loop),
+//!   `/error` (500), `/bad-utf8` (invalid UTF-8 in a page declaring UTF-8).
+//!
+//! Every request is logged with its `If-None-Match`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// One request the site saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The path.
+    pub path: String,
+    /// Its `If-None-Match`, if any.
+    pub if_none_match: Option<String>,
+    /// The status answered.
+    pub status: u16,
+}
+
+#[derive(Debug, Default)]
+struct SiteState {
+    price: String,
+    markup: u32,
+    seen: Vec<Seen>,
+}
+
+/// The running site.
+pub struct Site {
+    /// Its address.
+    pub addr: SocketAddr,
+    state: Arc<Mutex<SiteState>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Site {
+    /// Starts the site with GAZP at `price`.
+    pub fn start(price: &str) -> Site {
+        let state = Arc::new(Mutex::new(SiteState {
+            price: price.to_owned(),
+            ..SiteState::default()
+        }));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new()
+                    .route("/quotes.html", get(quotes))
+                    .route("/{hostile}", get(hostile))
+                    .with_state(shared);
+                let server = axum::serve(listener, app);
+                tokio::select! {
+                    _ = server => {}
+                    _ = stop_rx => {}
+                }
+            });
+        });
+        let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        Site {
+            addr,
+            state,
+            _stop: stop_tx,
+        }
+    }
+
+    /// The URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Sets GAZP's price as the page writes it (`305,40`).
+    pub fn set_price(&self, price: &str) {
+        self.state.lock().unwrap().price = price.to_owned();
+    }
+
+    /// Changes the page's markup, not its data.
+    pub fn churn_markup(&self) {
+        self.state.lock().unwrap().markup += 1;
+    }
+
+    /// The requests for `path` so far.
+    pub fn seen(&self, path: &str) -> Vec<Seen> {
+        let state = self.state.lock().unwrap();
+        state.seen.iter().filter(|s| s.path == path).cloned().collect()
+    }
+
+    /// Waits until `path` has been requested `n` times in all.
+    pub fn wait_for(&self, path: &str, n: usize, timeout: Duration) {
+        let start = std::time::Instant::now();
+        while self.seen(path).len() < n {
+            assert!(
+                start.elapsed() < timeout,
+                "{path} requested {} times, not {n}, within {timeout:?}",
+                self.seen(path).len()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The quote page: the data (GAZP's price) and a markup variant.
+pub fn quotes_page(price: &str, markup: u32) -> String {
+    // Markup variants: class names, attribute order, wrappers, comments.
+    let (class, wrap_open, wrap_close) = match markup % 3 {
+        0 => ("quotes", "", ""),
+        1 => ("q-table v2", "<div class=\"wrap\">", "</div>"),
+        _ => ("t", "<section><div>", "</div></section>"),
+    };
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Quotes</title>\
+         <script>var build={markup};</script></head><body>\
+         <!-- build {markup} --><h1>Market</h1>{wrap_open}\
+         <table class=\"{class}\" id=\"t{markup}\"><caption>Shares</caption>\
+         <tr><th>Ticker</th><th>Last</th><th>Open</th></tr>\
+         <tr><td><b>GAZP</b></td><td>{price}</td><td>249,10</td></tr>\
+         <tr><td>SBER</td><td>300,15</td><td>302,00</td></tr>\
+         </table>{wrap_close}<p style=\"color:#{markup:03}\">Prices in roubles.</p></body></html>"
+    )
+}
+
+fn log(state: &Mutex<SiteState>, path: &str, headers: &HeaderMap, status: u16) {
+    let if_none_match = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    state.lock().unwrap().seen.push(Seen {
+        path: path.to_owned(),
+        if_none_match,
+        status,
+    });
+}
+
+async fn quotes(State(state): State<Arc<Mutex<SiteState>>>, headers: HeaderMap) -> Response {
+    let body = {
+        let s = state.lock().unwrap();
+        quotes_page(&s.price, s.markup)
+    };
+    let etag = format!("\"{}\"", &blake3::hash(body.as_bytes()).to_hex()[..16]);
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+    let status = if matches { 304 } else { 200 };
+    log(&state, "/quotes.html", &headers, status);
+    if matches {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned()),
+            (header::ETAG, etag),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A gzip stream of `mib` MiB of zeros (about 1 KB per MiB).
+pub fn gzip_bomb(mib: usize) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..mib {
+        encoder.write_all(&zeros).unwrap();
+    }
+    encoder.finish().unwrap()
+}
+
+async fn hostile(
+    State(state): State<Arc<Mutex<SiteState>>>,
+    Path(which): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/{which}");
+    let response = match which.as_str() {
+        "silent" => {
+            log(&state, &path, &headers, 0);
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return StatusCode::OK.into_response();
+        }
+        "trickle" => {
+            let stream = async_stream(Duration::from_secs(1), 3600, b"<p>x</p>".to_vec());
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/html")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+        "huge" => {
+            let chunk = "<p>data data data data</p>".repeat(2048).into_bytes();
+            let count = 50_000_000 / chunk.len() + 1;
+            let stream = async_stream(Duration::ZERO, count, chunk);
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/html")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+        "bomb" => Response::builder()
+            .header(header::CONTENT_TYPE, "text/html")
+            .header(header::CONTENT_ENCODING, "gzip")
+            .body(Body::from(gzip_bomb(200)))
+            .unwrap(),
+        "loop" => Response::builder()
+            .status(StatusCode::FOUND)
+            .header(header::LOCATION, "/loop")
+            .body(Body::empty())
+            .unwrap(),
+        "error" => (StatusCode::INTERNAL_SERVER_ERROR, "broken").into_response(),
+        "bad-utf8" => {
+            let mut body = b"<html><head><meta charset=utf-8><title>Bad</title></head><body>\
+                <table><caption>Shares</caption><tr><th>Ticker<th>Last<tr><td>GAZP<td>251,30\
+                <tr><td>CAF\xC3\x28<td>1,00</table><p>\xFF\xFE broken \xE2\x82</p></body></html>"
+                .to_vec();
+            body.extend_from_slice(b"\n");
+            let mut response = Response::new(Body::from(body));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            response
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    };
+    log(&state, &path, &headers, response.status().as_u16());
+    response
+}
+
+/// `count` copies of `chunk`, one every `every`.
+fn async_stream(
+    every: Duration,
+    count: usize,
+    chunk: Vec<u8>,
+) -> impl tokio_stream::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    tokio::spawn(async move {
+        for _ in 0..count {
+            if !every.is_zero() {
+                tokio::time::sleep(every).await;
+            }
+            if tx.send(Ok(chunk.clone())).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
