@@ -48,8 +48,14 @@ pub struct Site {
 }
 
 impl Site {
-    /// Starts the site with GAZP at `price`.
+    /// Starts the site on 127.0.0.1 with GAZP at `price`.
     pub fn start(price: &str) -> Site {
+        Site::start_on("127.0.0.1", price)
+    }
+
+    /// Starts the site on `ip` (a loopback address) with GAZP at `price`.
+    pub fn start_on(ip: &str, price: &str) -> Site {
+        let bind = format!("{ip}:0");
         let state = Arc::new(Mutex::new(SiteState {
             price: price.to_owned(),
             ..SiteState::default()
@@ -64,7 +70,7 @@ impl Site {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = Router::new()
                     .route("/quotes.html", get(quotes))
@@ -103,7 +109,12 @@ impl Site {
     /// The requests for `path` so far.
     pub fn seen(&self, path: &str) -> Vec<Seen> {
         let state = self.state.lock().unwrap();
-        state.seen.iter().filter(|s| s.path == path).cloned().collect()
+        state
+            .seen
+            .iter()
+            .filter(|s| s.path == path)
+            .cloned()
+            .collect()
     }
 
     /// Waits until `path` has been requested `n` times in all.
@@ -176,6 +187,12 @@ async fn quotes(State(state): State<Arc<Mutex<SiteState>>>, headers: HeaderMap) 
         .into_response()
 }
 
+/// The bomb served at `/bomb`: 100 MiB of zeros, built once.
+fn bomb() -> &'static Vec<u8> {
+    static BOMB: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BOMB.get_or_init(|| gzip_bomb(100))
+}
+
 /// A gzip stream of `mib` MiB of zeros (about 1 KB per MiB).
 pub fn gzip_bomb(mib: usize) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -217,7 +234,7 @@ async fn hostile(
         "bomb" => Response::builder()
             .header(header::CONTENT_TYPE, "text/html")
             .header(header::CONTENT_ENCODING, "gzip")
-            .body(Body::from(gzip_bomb(200)))
+            .body(Body::from(bomb().clone()))
             .unwrap(),
         "loop" => Response::builder()
             .status(StatusCode::FOUND)

@@ -11,7 +11,9 @@
 mod cli;
 mod complete;
 mod corpus;
+mod daemon;
 mod diff;
+mod fixture;
 mod markup;
 mod props;
 mod refresh;

@@ -1,0 +1,460 @@
+//! The daemon end to end: the real `semclip` binary against a local fixture
+//! site, a real local SMTP server and a local webhook receiver, on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use semclip::store::{OutboxState, Store};
+
+use crate::fixture::Site;
+use crate::util::{describe, semclip};
+
+/// The GAZP threshold every test watch uses.
+const GAZP: &str = "//table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']/@num";
+
+/// A running `semclip run`, killed when dropped.
+pub struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `semclip run --config dir/semclip.yaml`, logging to
+    /// `dir/daemon-N.log`.
+    pub fn start(dir: &Path) -> Daemon {
+        let n = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
+            .count();
+        let log = dir.join(format!("daemon-{n}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_semclip"))
+            .args(["run", "--log-level", "info", "--config"])
+            .arg(dir.join("semclip.yaml"))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let daemon = Daemon { child, log };
+        daemon.wait_log("ready", Duration::from_secs(30));
+        daemon
+    }
+
+    /// What it logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log contains `needle` (`count` times).
+    pub fn wait_log_n(&self, needle: &str, count: usize, timeout: Duration) {
+        let start = Instant::now();
+        while self.log().matches(needle).count() < count {
+            assert!(
+                start.elapsed() < timeout,
+                "no {count}× {needle:?} in the log within {timeout:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the log contains `needle`.
+    pub fn wait_log(&self, needle: &str, timeout: Duration) {
+        self.wait_log_n(needle, 1, timeout);
+    }
+
+    /// Sends a signal by name (`TERM`, `HUP`).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// SIGTERM, and the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.signal("TERM");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(40),
+                "no exit after SIGTERM:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes the daemon file (with `extra` appended) and the watches.
+pub fn setup(dir: &Path, extra: &str, watches: &[(&str, String)]) {
+    std::fs::create_dir_all(dir.join("watches")).unwrap();
+    let config = format!(
+        "database: state/semclip.db\nwatches: watches\n\
+         notifiers:\n  log: {{file: {{path: alerts.jsonl}}}}\n{extra}"
+    );
+    std::fs::write(dir.join("semclip.yaml"), config).unwrap();
+    for (name, body) in watches {
+        std::fs::write(dir.join("watches").join(format!("{name}.yaml")), body).unwrap();
+    }
+}
+
+/// A watch of `url` every second with the GAZP threshold above 300.
+pub fn quotes_watch(url: &str, notify: &str) -> String {
+    format!(
+        "url: {url}\nschedule: {{every: 1s}}\nfetch: {{timeout: 5s, retries: 0}}\n\
+         thresholds:\n  - name: gazp-high\n    xpath: \"{GAZP}\"\n    above: 300\n    \
+         hysteresis: 1\n    notify: [{notify}]\n"
+    )
+}
+
+/// The alerts the file notifier wrote.
+pub fn file_alerts(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("alerts.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn kinds(alerts: &[serde_json::Value]) -> Vec<String> {
+    alerts
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn store(dir: &Path) -> Store {
+    Store::open(&dir.join("state/semclip.db")).unwrap()
+}
+
+#[test]
+fn the_fixture_page_reads_as_the_tests_expect() {
+    let h =
+        semclip::hierarchy::Hierarchy::from_html(&crate::fixture::quotes_page("305,40", 1), None);
+    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
+    let r = semclip::threshold::read(&doc, GAZP).unwrap();
+    assert!(
+        matches!(&r, semclip::threshold::Reading::Value { value, context, .. }
+            if *value == 305.4 && context == "Market / Shares / GAZP / Last"),
+        "{r:?}\n{xml}"
+    );
+    // Markup variants carry the same data.
+    for m in 0..3 {
+        let other = semclip::hierarchy::Hierarchy::from_html(
+            &crate::fixture::quotes_page("305,40", m),
+            None,
+        );
+        assert_eq!(
+            semclip::output::content_hash(&other),
+            semclip::output::content_hash(&h),
+            "variant {m}"
+        );
+    }
+}
+
+#[test]
+fn thresholds_alert_once_per_crossing_and_markup_churn_stores_nothing() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "log"))],
+    );
+    let daemon = Daemon::start(dir);
+    let page = "/quotes.html";
+    let mut n = 2;
+    site.wait_for(page, n, Duration::from_secs(20));
+    // Steps: (markup churn?, price, alerts expected after it in all).
+    let steps: [(bool, &str, usize); 6] = [
+        (true, "251,30", 0),
+        (false, "305,40", 1), // crosses above 300
+        (true, "305,40", 1),  // markup only
+        (false, "310,00", 1), // still above
+        (false, "299,50", 1), // below 300 but within the hysteresis
+        (false, "298,00", 2), // back
+    ];
+    for (churn, price, alerts) in steps {
+        if churn {
+            site.churn_markup();
+        }
+        site.set_price(price);
+        // Two checks see each step (the first may have started before it).
+        n += 3;
+        site.wait_for(page, n, Duration::from_secs(30));
+        let got = file_alerts(dir);
+        assert_eq!(
+            got.len(),
+            alerts,
+            "after {price}: {got:#?}\n{}",
+            daemon.log()
+        );
+    }
+    let alerts = file_alerts(dir);
+    assert_eq!(kinds(&alerts), ["threshold_crossed", "threshold_returned"]);
+    assert_eq!(alerts[0]["threshold"]["value"], 305.4);
+    assert_eq!(alerts[0]["threshold"]["bound"], "above 300");
+    assert_eq!(
+        alerts[0]["threshold"]["context"],
+        "Market / Shares / GAZP / Last"
+    );
+    assert_eq!(alerts[1]["threshold"]["value"], 298.0);
+    assert_eq!(daemon.stop().code(), Some(0));
+
+    // Five data versions; the markup churn stored nothing.
+    let store = store(dir);
+    assert_eq!(store.snapshots("quotes").unwrap().len(), 5);
+    let states = store.thresholds("quotes").unwrap();
+    assert_eq!(states[0].state, "normal");
+    assert_eq!(states[0].value, Some(298.0));
+}
+
+#[test]
+fn a_broken_watch_file_stops_run_from_starting_with_validate_s_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[
+            (
+                "good",
+                quotes_watch("http://127.0.0.1:9/quotes.html", "log"),
+            ),
+            (
+                "bad",
+                "url: http://127.0.0.1:9/\nschedule: {cron: \"61 * * * *\"}\nbogus: 1\n".to_owned(),
+            ),
+        ],
+    );
+    let config = dir.join("semclip.yaml");
+    let config = config.to_str().unwrap();
+    let validate = semclip(&["validate", "--config", config], None);
+    assert_eq!(
+        validate.status.code(),
+        Some(2),
+        "{}",
+        describe(&["validate"], &validate)
+    );
+    let run = semclip(&["run", "--config", config], None);
+    assert_eq!(run.status.code(), Some(2), "{}", describe(&["run"], &run));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let messages = String::from_utf8_lossy(&validate.stderr);
+    let lines: Vec<&str> = messages
+        .lines()
+        .filter(|l| l.contains("bad.yaml:"))
+        .collect();
+    assert!(lines.len() >= 2, "{messages}");
+    for line in lines {
+        assert!(stderr.contains(line), "run lacks {line:?}:\n{stderr}");
+    }
+    assert!(
+        !dir.join("state/semclip.db").exists(),
+        "nothing was started"
+    );
+}
+
+#[test]
+fn a_reload_with_a_broken_file_keeps_the_watches_running() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "log"))],
+    );
+    let daemon = Daemon::start(dir);
+    site.wait_for("/quotes.html", 2, Duration::from_secs(20));
+    std::fs::write(
+        dir.join("watches/broken.yaml"),
+        "url: nope\nschedule: {every: 1s}\n",
+    )
+    .unwrap();
+    daemon.wait_log("reload refused", Duration::from_secs(20));
+    assert!(daemon.log().contains("broken.yaml:1:"), "{}", daemon.log());
+    let seen = site.seen("/quotes.html").len();
+    site.wait_for("/quotes.html", seen + 2, Duration::from_secs(20));
+
+    // A valid change is taken, on SIGHUP as well as on the directory change.
+    std::fs::remove_file(dir.join("watches/broken.yaml")).unwrap();
+    std::fs::write(
+        dir.join("watches/second.yaml"),
+        format!("url: {}\nschedule: {{every: 1s}}\n", site.url("/error")),
+    )
+    .unwrap();
+    daemon.signal("HUP");
+    daemon.wait_log("watches reloaded", Duration::from_secs(20));
+    site.wait_for("/error", 1, Duration::from_secs(20));
+    assert_eq!(daemon.stop().code(), Some(0));
+}
+
+#[test]
+fn hostile_upstreams_get_a_clear_status_and_leave_other_watches_alone() {
+    // The hostile site and the good one are different hosts (per-host
+    // politeness would otherwise rightly make the good watch wait).
+    let hostile = Site::start("251,30");
+    let good = Site::start_on("127.0.0.2", "251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut watches = vec![("good", quotes_watch(&good.url("/quotes.html"), "log"))];
+    let cases = [
+        ("silent", "timed out"),
+        ("trickle", "timed out"),
+        ("huge", "larger than the limit"),
+        ("bomb", "larger than the limit"),
+        ("loop", "too many redirects"),
+        ("error", "HTTP 500"),
+    ];
+    for (name, _) in cases {
+        watches.push((
+            name,
+            format!(
+                "url: {}\nschedule: {{every: 1s}}\nfetch: {{timeout: 2s, retries: 0}}\n\
+                 failures: {{alert_after: 2, notify: [log]}}\n",
+                hostile.url(&format!("/{name}"))
+            ),
+        ));
+    }
+    watches.push(("bad-utf8", quotes_watch(&hostile.url("/bad-utf8"), "log")));
+    setup(
+        dir,
+        "limits: {concurrency: 16, per_host: 8, host_spacing: 0s}\n",
+        &watches,
+    );
+    let daemon = Daemon::start(dir);
+    let start = Instant::now();
+    good.wait_for("/quotes.html", 6, Duration::from_secs(12));
+    let elapsed = start.elapsed();
+    // Every hostile watch has failed at least twice by now.
+    hostile.wait_for("/silent", 2, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(daemon.stop().code(), Some(0));
+    assert!(elapsed < Duration::from_secs(12), "{elapsed:?}");
+
+    let store = store(dir);
+    let statuses = store.statuses().unwrap();
+    for (name, expected) in cases {
+        let s = statuses.iter().find(|s| s.watch == name).unwrap();
+        let error = s.last_error.as_deref().unwrap_or_default();
+        assert!(error.contains(expected), "{name}: {error:?}");
+        assert!(s.failures >= 1, "{name}: {s:?}");
+    }
+    for name in ["good", "bad-utf8"] {
+        let s = statuses.iter().find(|s| s.watch == name).unwrap();
+        assert_eq!((s.failures, &s.last_error), (0, &None), "{name}");
+    }
+    // The page with broken UTF-8 still gives its numbers.
+    let t = store.thresholds("bad-utf8").unwrap();
+    assert_eq!(t[0].value, Some(251.3), "{t:?}");
+    // One "failing" alert per failing watch, not one per failure.
+    let alerts = file_alerts(dir);
+    for (name, _) in cases {
+        let failing = alerts
+            .iter()
+            .filter(|a| a["watch"] == name && a["kind"] == "failing")
+            .count();
+        assert_eq!(failing, 1, "{name}: {alerts:#?}");
+    }
+}
+
+#[test]
+fn an_unchanged_page_is_fetched_conditionally_and_not_parsed() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "log"))],
+    );
+    let config = dir.join("semclip.yaml");
+    let args = ["check", "quotes", "--config", config.to_str().unwrap()];
+    let first = semclip(&args, None);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&args, &first));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("quotes: first snapshot stored"));
+    let second = semclip(&args, None);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        describe(&args, &second)
+    );
+    assert!(
+        String::from_utf8_lossy(&second.stdout).contains("quotes: not modified (304)"),
+        "{}",
+        describe(&args, &second)
+    );
+    let seen = site.seen("/quotes.html");
+    assert_eq!(seen[0].if_none_match, None);
+    assert!(seen[1].if_none_match.is_some());
+    assert_eq!(seen[1].status, 304);
+    // A data change is fetched in full and reported.
+    site.set_price("305,40");
+    let third = semclip(&args, None);
+    assert_eq!(
+        third.status.code(),
+        Some(1),
+        "an alert: {}",
+        describe(&args, &third)
+    );
+    let out = String::from_utf8_lossy(&third.stdout);
+    assert!(
+        out.contains("Market / Shares / GAZP / Last: 251,30 -> 305,40"),
+        "{out}"
+    );
+    assert!(
+        out.contains("alert: gazp-high: 305.4 is above 300"),
+        "{out}"
+    );
+    assert_eq!(kinds(&file_alerts(dir)), ["threshold_crossed"]);
+}
+
+#[test]
+fn check_dry_run_records_and_sends_nothing() {
+    let site = Site::start("305,40");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "log"))],
+    );
+    let config = dir.join("semclip.yaml");
+    let args = ["check", "--dry-run", "--config", config.to_str().unwrap()];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("would alert: gazp-high: 305.4 is above 300")
+    );
+    assert!(file_alerts(dir).is_empty());
+    let store = store(dir);
+    assert!(store.statuses().unwrap().is_empty());
+    assert!(
+        store
+            .outbox()
+            .unwrap()
+            .iter()
+            .all(|e| e.state == OutboxState::Pending)
+    );
+    assert!(store.outbox().unwrap().is_empty());
+}
