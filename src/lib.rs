@@ -12,14 +12,17 @@
 //! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
 //! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
 //! - [`document`]: read a saved hierarchy document back;
-//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite.
+//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite;
+//! - [`notify`]: deliver alerts by email, webhook or to a JSON lines file.
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod diff;
 pub mod document;
 pub mod dom;
 pub mod hierarchy;
+pub mod notify;
 pub mod number;
 pub mod output;
 pub mod refresh;
