@@ -298,6 +298,31 @@ async fn email_server_down_is_transient_and_recovers() {
 }
 
 #[tokio::test]
+async fn email_never_falls_back_to_plain_text() {
+    let server = SmtpServer::start();
+
+    // The test server offers no STARTTLS: required STARTTLS sends nothing.
+    let mut starttls = smtp_config(server.port(), Some(("semclip", "pass")));
+    starttls.security = SmtpSecurity::StartTls;
+    let err = email_notifier(&starttls)
+        .deliver(&[threshold_alert("tls-1")])
+        .await
+        .expect_err("no STARTTLS on offer");
+    assert!(!err.transient, "{err:?}");
+    assert!(err.message.contains("STARTTLS"), "{err:?}");
+
+    // Implicit TLS against a plain server fails the handshake.
+    let mut tls = smtp_config(server.port(), None);
+    tls.security = SmtpSecurity::Tls;
+    let err = email_notifier(&tls)
+        .deliver(&[threshold_alert("tls-2")])
+        .await
+        .expect_err("no TLS handshake");
+    assert!(err.transient, "{err:?}");
+    assert!(server.messages().is_empty());
+}
+
+#[tokio::test]
 async fn email_needs_smtp_and_valid_addresses() {
     let http = reqwest::Client::new();
     let cfg = NotifierConfig::Email {
