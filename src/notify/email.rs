@@ -1,0 +1,328 @@
+//! Email notifier: a multipart/alternative message (text and HTML) through
+//! the daemon's SMTP relay, with lettre.
+
+use std::fmt::Write as _;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use super::{Alert, DeliveryError, NotifyError, number};
+use crate::config::{SmtpConfig, SmtpSecurity};
+
+/// Mails alerts to a list of recipients.
+#[derive(Debug)]
+pub struct EmailNotifier {
+    name: String,
+    from: Mailbox,
+    to: Vec<Mailbox>,
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+}
+
+impl EmailNotifier {
+    pub(super) fn new(
+        name: &str,
+        to: &[String],
+        smtp: &SmtpConfig,
+    ) -> Result<EmailNotifier, NotifyError> {
+        let mailbox = |address: &str| {
+            address
+                .parse::<Mailbox>()
+                .map_err(|e| NotifyError::Address {
+                    notifier: name.to_owned(),
+                    address: address.to_owned(),
+                    message: e.to_string(),
+                })
+        };
+        let from = mailbox(&smtp.from)?;
+        let to = to
+            .iter()
+            .map(|address| mailbox(address))
+            .collect::<Result<Vec<_>, _>>()?;
+        if to.is_empty() {
+            return Err(NotifyError::NoRecipients {
+                notifier: name.to_owned(),
+            });
+        }
+        let transport_error = |e: lettre::transport::smtp::Error| NotifyError::Transport {
+            notifier: name.to_owned(),
+            message: error_chain(&e),
+        };
+        let builder = match smtp.security {
+            SmtpSecurity::StartTls => {
+                AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&smtp.host)
+                    .map_err(transport_error)?
+            }
+            SmtpSecurity::Tls => {
+                AsyncSmtpTransport::<Tokio1Executor>::relay(&smtp.host).map_err(transport_error)?
+            }
+            SmtpSecurity::None => {
+                AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&smtp.host)
+            }
+        };
+        let mut builder = builder.port(smtp.port).timeout(Some(smtp.timeout));
+        if let (Some(username), Some(password)) = (&smtp.username, &smtp.password) {
+            builder = builder.credentials(Credentials::new(
+                username.clone(),
+                password.expose().to_owned(),
+            ));
+        }
+        Ok(EmailNotifier {
+            name: name.to_owned(),
+            from,
+            to,
+            transport: builder.build(),
+        })
+    }
+
+    /// The notifier's name in the daemon file.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(super) async fn deliver(&self, alerts: &[Alert]) -> Result<(), DeliveryError> {
+        let message = self.message(alerts)?;
+        self.transport
+            .send(message)
+            .await
+            .map(drop)
+            .map_err(|e| classify(&e))
+    }
+
+    /// The message for one alert or a digest.
+    fn message(&self, alerts: &[Alert]) -> Result<Message, DeliveryError> {
+        let first = alerts
+            .first()
+            .ok_or_else(|| DeliveryError::permanent("no alert to mail"))?;
+        let subject = subject(alerts);
+        let mut builder = Message::builder()
+            .from(self.from.clone())
+            .subject(subject.clone())
+            .message_id(Some(message_id(&first.id)));
+        for to in &self.to {
+            builder = builder.to(to.clone());
+        }
+        builder
+            .multipart(MultiPart::alternative_plain_html(
+                text_body(alerts),
+                html_body(&subject, alerts),
+            ))
+            .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
+    }
+}
+
+/// SMTP 5xx and client-side errors (no common auth mechanism, no STARTTLS)
+/// repeat; 4xx, connection, TLS and timeouts may not.
+fn classify(e: &lettre::transport::smtp::Error) -> DeliveryError {
+    let message = format!("SMTP: {}", error_chain(e));
+    if e.is_permanent() || e.is_client() {
+        DeliveryError::permanent(message)
+    } else {
+        DeliveryError::transient(message)
+    }
+}
+
+/// The error and its sources, "a: b: c".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// `[semclip] <summary>` for one alert, `[semclip] <watch>: N alerts` for a
+/// digest; on one line whatever the alert holds.
+fn subject(alerts: &[Alert]) -> String {
+    let text = match alerts {
+        [one] => one.summary.clone(),
+        _ => {
+            let watch = alerts.first().map_or("", |a| a.watch.as_str());
+            format!("{watch}: {} alerts", alerts.len())
+        }
+    };
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("[semclip] {}", line.trim())
+}
+
+/// `<id@semclip>`, with characters a Message-ID cannot hold replaced by `-`.
+fn message_id(id: &str) -> String {
+    let local: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_+=".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let local = if local.is_empty() { "alert" } else { &local };
+    format!("<{local}@semclip>")
+}
+
+/// The facts of one alert as (label, value) rows, shared by both parts.
+fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    rows.push(("What", alert.kind.label().to_owned()));
+    let watch = match &alert.watch_title {
+        Some(title) => format!("{title} ({})", alert.watch),
+        None => alert.watch.clone(),
+    };
+    rows.push(("Watch", watch));
+    if let Some(t) = &alert.threshold {
+        rows.push(("Threshold", format!("{} ({})", t.name, t.bound)));
+        rows.push(("Where", t.context.clone()));
+        rows.push((
+            "Value",
+            t.value
+                .map_or_else(|| "none (nothing selected)".to_owned(), number),
+        ));
+        rows.push((
+            "Previous value",
+            t.previous.map_or_else(|| "none".to_owned(), number),
+        ));
+        rows.push(("XPath", t.xpath.clone()));
+        if let Some(node) = &t.node {
+            rows.push(("Node", node.clone()));
+        }
+    }
+    if let Some(error) = &alert.error {
+        rows.push(("Error", error.clone()));
+    }
+    if let Some(failures) = alert.failures {
+        rows.push(("Failed checks in a row", failures.to_string()));
+    }
+    rows.push(("When", alert.at.clone()));
+    rows.push(("Page", alert.url.clone()));
+    rows
+}
+
+/// The readable text/plain part.
+fn text_body(alerts: &[Alert]) -> String {
+    let mut out = String::new();
+    if alerts.len() > 1 {
+        let watch = alerts.first().map_or("", |a| a.watch.as_str());
+        let _ = writeln!(out, "{} alerts for {watch}\n", alerts.len());
+    }
+    for (i, alert) in alerts.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\n----------------------------------------\n\n");
+        }
+        let _ = writeln!(out, "{}\n", alert.summary);
+        let rows = facts(alert);
+        let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
+        for (label, value) in rows {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {value}",
+                format!("{label}:"),
+                width = width + 1
+            );
+        }
+        if !alert.changes.is_empty() {
+            out.push_str("\nChanges:\n");
+            for change in &alert.changes {
+                let _ = writeln!(out, "  {}", change.text);
+            }
+        }
+    }
+    out.push_str("\n-- \nsemclip\n");
+    out
+}
+
+/// The text/html part: the same content, every dynamic string escaped.
+fn html_body(subject: &str, alerts: &[Alert]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{}</title></head>\n\
+         <body style=\"font-family: sans-serif\">\n",
+        escape(subject)
+    );
+    if alerts.len() > 1 {
+        let watch = alerts.first().map_or("", |a| a.watch.as_str());
+        let _ = writeln!(out, "<p>{} alerts for {}</p>", alerts.len(), escape(watch));
+    }
+    for (i, alert) in alerts.iter().enumerate() {
+        if i > 0 {
+            out.push_str("<hr>\n");
+        }
+        let _ = writeln!(out, "<h2>{}</h2>\n<table>", escape(&alert.summary));
+        for (label, value) in facts(alert) {
+            let cell = if label == "Page" && is_web_link(&value) {
+                format!("<a href=\"{0}\">{0}</a>", escape(&value))
+            } else if label == "XPath" || label == "Node" {
+                format!("<code>{}</code>", escape(&value))
+            } else {
+                escape(&value)
+            };
+            let _ = writeln!(
+                out,
+                "<tr><th align=\"left\" valign=\"top\">{}</th><td>{cell}</td></tr>",
+                escape(label)
+            );
+        }
+        out.push_str("</table>\n");
+        if !alert.changes.is_empty() {
+            out.push_str("<h3>Changes</h3>\n<ul>\n");
+            for change in &alert.changes {
+                let _ = writeln!(out, "<li><code>{}</code></li>", escape(&change.text));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+    out.push_str("<p style=\"color: gray\">semclip</p>\n</body></html>\n");
+    out
+}
+
+/// Only http(s) links become clickable; anything else stays text.
+fn is_web_link(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{escape, message_id};
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape(r#"<script>alert("x&y")</script>'"#),
+            "&lt;script&gt;alert(&quot;x&amp;y&quot;)&lt;/script&gt;&#39;"
+        );
+    }
+
+    #[test]
+    fn message_ids_are_valid() {
+        assert_eq!(message_id("42"), "<42@semclip>");
+        assert_eq!(message_id("a b@c<d>"), "<a-b-c-d-@semclip>");
+        assert_eq!(message_id(""), "<alert@semclip>");
+    }
+}

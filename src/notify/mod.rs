@@ -1,0 +1,277 @@
+//! Notifications: the alerts the daemon raises and the notifiers that deliver
+//! them (email over SMTP, webhook POST, JSON lines in a file).
+//!
+//! An [`Alert`] is what the outbox stores (as JSON) and what every notifier
+//! delivers. A [`Notifier`] is built once from its configuration and then
+//! asked to [`deliver`](Notifier::deliver) one alert, or a digest of several
+//! alerts of one watch. Delivery does not retry: a [`DeliveryError`] says
+//! whether retrying later can help, and the outbox decides.
+
+mod email;
+mod file;
+mod webhook;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{NotifierConfig, SmtpConfig};
+
+pub use email::EmailNotifier;
+pub use file::FileNotifier;
+pub use webhook::WebhookNotifier;
+
+/// The version of the JSON shape of a delivered alert (webhook payload and
+/// file lines). Bump it only on purpose (see README, "Webhook payload").
+pub const PAYLOAD_VERSION: &str = "1";
+
+/// One alert, as stored in the outbox and delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    /// Unique and stable across retries (the outbox id); the delivery id.
+    pub id: String,
+    /// What happened.
+    pub kind: AlertKind,
+    /// The watch's id.
+    pub watch: String,
+    /// The watch's title, if it has one.
+    #[serde(default)]
+    pub watch_title: Option<String>,
+    /// The watched page.
+    pub url: String,
+    /// RFC 3339 UTC time the alert was raised.
+    pub at: String,
+    /// One line, e.g. "GAZP Last 301.5 crossed above 300".
+    pub summary: String,
+    /// For threshold alerts: which threshold, the values and where.
+    #[serde(default)]
+    pub threshold: Option<ThresholdAlert>,
+    /// For `changed` alerts (and digests): the changes in data terms.
+    #[serde(default)]
+    pub changes: Vec<ChangeLine>,
+    /// For `failing`: the last error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// For `failing`: the number of consecutive failed checks.
+    #[serde(default)]
+    pub failures: Option<u32>,
+}
+
+/// What an alert is about (serialised in snake_case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// A watched value crossed its threshold.
+    ThresholdCrossed,
+    /// A watched value returned to normal.
+    ThresholdReturned,
+    /// A threshold's XPath no longer selects anything.
+    SelectorLost,
+    /// A threshold's XPath selects something again.
+    SelectorFound,
+    /// The page's data changed.
+    Changed,
+    /// The watch failed several checks in a row.
+    Failing,
+    /// The watch works again after failing.
+    Recovered,
+}
+
+impl AlertKind {
+    /// A short human label ("threshold crossed", "changed", ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            AlertKind::ThresholdCrossed => "threshold crossed",
+            AlertKind::ThresholdReturned => "threshold returned to normal",
+            AlertKind::SelectorLost => "selector lost",
+            AlertKind::SelectorFound => "selector found again",
+            AlertKind::Changed => "changed",
+            AlertKind::Failing => "failing",
+            AlertKind::Recovered => "recovered",
+        }
+    }
+}
+
+/// The threshold side of an alert.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdAlert {
+    /// The threshold's name.
+    pub name: String,
+    /// The threshold's XPath.
+    pub xpath: String,
+    /// The value now, if the XPath selected one.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// The value at the previous check, if known.
+    #[serde(default)]
+    pub previous: Option<f64>,
+    /// The bound, as words: "above 300", "outside [100, 300]", "change ≥ 5%".
+    pub bound: String,
+    /// The data context of the value: "Shares / GAZP / Last".
+    pub context: String,
+    /// The xpath id of the selected node.
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+/// One change in data terms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeLine {
+    /// insert, delete, update or move.
+    pub kind: String,
+    /// Where: "Shares / GAZP / Last".
+    pub path: String,
+    /// The whole line as `semclip diff` prints it.
+    pub text: String,
+}
+
+/// A notifier that cannot be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// An email notifier without an `smtp` section in the daemon file.
+    #[error("notifier {notifier}: email needs the daemon file's smtp section")]
+    MissingSmtp {
+        /// The notifier's name.
+        notifier: String,
+    },
+    /// An email notifier without recipients.
+    #[error("notifier {notifier}: email needs at least one recipient")]
+    NoRecipients {
+        /// The notifier's name.
+        notifier: String,
+    },
+    /// A From or To address that is not a mailbox.
+    #[error("notifier {notifier}: {address:?} is not a mailbox: {message}")]
+    Address {
+        /// The notifier's name.
+        notifier: String,
+        /// The address as written.
+        address: String,
+        /// Why it does not parse.
+        message: String,
+    },
+    /// The SMTP transport cannot be set up (e.g. TLS parameters).
+    #[error("notifier {notifier}: SMTP transport: {message}")]
+    Transport {
+        /// The notifier's name.
+        notifier: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A webhook header name or value that HTTP does not allow.
+    #[error("notifier {notifier}: header {header:?}: {message}")]
+    Header {
+        /// The notifier's name.
+        notifier: String,
+        /// The header name.
+        header: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// A failed delivery.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DeliveryError {
+    /// Whether trying again later can help (network errors, HTTP 408/429/5xx,
+    /// SMTP 4xx and connection failures). False for errors that will repeat
+    /// (HTTP 4xx, SMTP 5xx such as a refused login).
+    pub transient: bool,
+    /// What went wrong, for the log and the outbox.
+    pub message: String,
+}
+
+impl DeliveryError {
+    /// An error worth retrying.
+    pub fn transient(message: impl Into<String>) -> DeliveryError {
+        DeliveryError {
+            transient: true,
+            message: message.into(),
+        }
+    }
+
+    /// An error that will happen again.
+    pub fn permanent(message: impl Into<String>) -> DeliveryError {
+        DeliveryError {
+            transient: false,
+            message: message.into(),
+        }
+    }
+}
+
+/// A configured notifier, ready to deliver.
+#[derive(Debug)]
+pub enum Notifier {
+    /// Mail through the daemon's SMTP relay.
+    Email(EmailNotifier),
+    /// HTTP POST of the JSON payload.
+    Webhook(WebhookNotifier),
+    /// JSON lines appended to a file.
+    File(FileNotifier),
+}
+
+impl Notifier {
+    /// Builds the notifier called `name` from its configuration; email
+    /// notifiers need the daemon's `smtp` section, webhooks use `http`.
+    pub fn from_config(
+        name: &str,
+        cfg: &NotifierConfig,
+        smtp: Option<&SmtpConfig>,
+        http: &reqwest::Client,
+    ) -> Result<Notifier, NotifyError> {
+        Ok(match cfg {
+            NotifierConfig::Email { to } => {
+                let smtp = smtp.ok_or_else(|| NotifyError::MissingSmtp {
+                    notifier: name.to_owned(),
+                })?;
+                Notifier::Email(EmailNotifier::new(name, to, smtp)?)
+            }
+            NotifierConfig::Webhook(webhook) => {
+                Notifier::Webhook(WebhookNotifier::new(name, webhook, http.clone())?)
+            }
+            NotifierConfig::File { path } => Notifier::File(FileNotifier::new(name, path)),
+        })
+    }
+
+    /// The notifier's name in the daemon file.
+    pub fn name(&self) -> &str {
+        match self {
+            Notifier::Email(n) => n.name(),
+            Notifier::Webhook(n) => n.name(),
+            Notifier::File(n) => n.name(),
+        }
+    }
+
+    /// Delivers one alert (or a digest of several, all for one watch).
+    /// Nothing is sent for an empty slice. Err says whether retrying can
+    /// help; there is no retry loop here (the outbox retries).
+    pub async fn deliver(&self, alerts: &[Alert]) -> Result<(), DeliveryError> {
+        if alerts.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Notifier::Email(n) => n.deliver(alerts).await,
+            Notifier::Webhook(n) => n.deliver(alerts).await,
+            Notifier::File(n) => n.deliver(alerts).await,
+        }
+    }
+}
+
+/// The webhook body: `{"version":"1","alerts":[...]}`.
+#[derive(Serialize)]
+struct Payload<'a> {
+    version: &'static str,
+    alerts: &'a [Alert],
+}
+
+/// One file line: `{"version":"1", ...alert}`.
+#[derive(Serialize)]
+struct Line<'a> {
+    version: &'static str,
+    #[serde(flatten)]
+    alert: &'a Alert,
+}
+
+/// Formats a number the way people write it: 300 rather than 300.0.
+fn number(value: f64) -> String {
+    format!("{value}")
+}
