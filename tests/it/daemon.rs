@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use semclip::store::{OutboxState, Store};
 
 use crate::fixture::Site;
+use crate::harness::{Reply, SmtpServer, WebhookReceiver};
 use crate::util::{describe, semclip};
 
 /// The GAZP threshold every test watch uses.
@@ -457,4 +458,143 @@ fn check_dry_run_records_and_sends_nothing() {
             .all(|e| e.state == OutboxState::Pending)
     );
     assert!(store.outbox().unwrap().is_empty());
+}
+
+/// A runtime for the webhook receiver, alive as long as the test holds it.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Writes a daemon file with the `log`, `mail` (SMTP on `smtp_port`) and
+/// `hook` notifiers, and the watches.
+fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str, String)]) {
+    setup(dir, "", watches);
+    std::fs::write(dir.join("hook.secret"), "s3cret\n").unwrap();
+    let config = format!(
+        "database: state/semclip.db\nwatches: watches\n\
+         smtp: {{host: 127.0.0.1, port: {smtp_port}, security: none, \
+         from: \"semclip <semclip@test.local>\", timeout: 5s}}\n\
+         alerts: {{give_up_after: 1h}}\n\
+         notifiers:\n  log: {{file: {{path: alerts.jsonl}}}}\n  \
+         mail: {{email: {{to: [\"ops@test.local\"]}}}}\n  \
+         hook: {{webhook: {{url: \"{hook}\", secret: {{file: hook.secret}}, timeout: 5s}}}}\n"
+    );
+    std::fs::write(dir.join("semclip.yaml"), config).unwrap();
+}
+
+/// Waits until `f` holds.
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < timeout, "not within {timeout:?}: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn each_crossing_reaches_smtp_and_the_webhook_once_with_value_and_context() {
+    let rt = runtime();
+    let hook = rt.block_on(WebhookReceiver::start(Some("s3cret")));
+    let smtp = SmtpServer::start();
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup_with_mail(
+        dir,
+        smtp.port(),
+        &hook.url(),
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "mail, hook"))],
+    );
+    let daemon = Daemon::start(dir);
+    site.wait_for("/quotes.html", 2, Duration::from_secs(20));
+    site.set_price("305,40");
+    wait_until("one webhook call", Duration::from_secs(20), || hook.requests().len() == 1);
+    let n = site.seen("/quotes.html").len();
+    site.churn_markup();
+    site.set_price("310,00");
+    site.wait_for("/quotes.html", n + 3, Duration::from_secs(20));
+    assert_eq!(hook.requests().len(), 1, "no alert while it stays above");
+    site.set_price("297,00");
+    wait_until("a second webhook call", Duration::from_secs(20), || hook.requests().len() == 2);
+    wait_until("two emails", Duration::from_secs(20), || smtp.messages().len() == 2);
+    let n = site.seen("/quotes.html").len();
+    site.wait_for("/quotes.html", n + 3, Duration::from_secs(20));
+    assert_eq!(daemon.stop().code(), Some(0));
+
+    let calls = hook.requests();
+    assert_eq!(calls.len(), 2);
+    let expected = [("threshold_crossed", 305.4), ("threshold_returned", 297.0)];
+    for (call, (kind, value)) in calls.iter().zip(expected) {
+        assert_eq!(call.signature_valid, Some(true));
+        let body = call.json();
+        assert_eq!(body["version"], "1");
+        let alert = &body["alerts"][0];
+        assert_eq!(alert["kind"], kind);
+        assert_eq!(alert["threshold"]["value"], value);
+        assert_eq!(alert["threshold"]["context"], "Market / Shares / GAZP / Last");
+        assert_eq!(alert["url"], site.url("/quotes.html"));
+        assert_eq!(call.header("X-Semclip-Delivery"), alert["id"].as_str());
+    }
+    let mails = smtp.messages();
+    assert_eq!(mails.len(), 2);
+    let first = mails[0].parsed();
+    let subject = first.subject().unwrap_or_default().to_owned();
+    assert!(subject.contains("305.4") && subject.contains("above 300"), "{subject}");
+    let text = first.body_text(0).unwrap_or_default().into_owned();
+    assert!(text.contains("Market / Shares / GAZP / Last"), "{text}");
+    assert!(text.contains(&site.url("/quotes.html")), "{text}");
+    assert_eq!(mails[0].rcpt_tos, ["ops@test.local"]);
+    let second = mails[1].parsed().subject().unwrap_or_default().to_owned();
+    assert!(second.contains("297"), "{second}");
+}
+
+#[test]
+fn an_alert_queued_while_smtp_and_the_webhook_are_down_is_delivered_once_after_sigkill() {
+    let rt = runtime();
+    let hook = rt.block_on(WebhookReceiver::start(Some("s3cret")));
+    hook.reply(Reply::Status(500));
+    let mut smtp = SmtpServer::start();
+    smtp.stop();
+    let site = Site::start("305,40");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup_with_mail(
+        dir,
+        smtp.port(),
+        &hook.url(),
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "mail, hook"))],
+    );
+    let daemon = Daemon::start(dir);
+    // Both deliveries have failed at least once, and the alert is stored.
+    wait_until("failed attempts in the outbox", Duration::from_secs(30), || {
+        let rows = store(dir).outbox().unwrap();
+        rows.len() == 2 && rows.iter().all(|r| r.attempts >= 1)
+    });
+    assert!(!hook.requests().is_empty(), "the webhook was tried");
+    drop(daemon); // SIGKILL
+    smtp.restart();
+    let failed_calls = hook.requests().len();
+    hook.reply(Reply::Status(200));
+    let daemon = Daemon::start(dir);
+    wait_until("the outbox empties", Duration::from_secs(40), || {
+        store(dir).outbox().unwrap().is_empty()
+    });
+    // Checks go on at the same price: no new crossing after the restart.
+    let n = site.seen("/quotes.html").len();
+    site.wait_for("/quotes.html", n + 3, Duration::from_secs(20));
+    assert_eq!(daemon.stop().code(), Some(0));
+    assert_eq!(smtp.messages().len(), 1, "exactly one email");
+    let calls = hook.requests();
+    let ids: std::collections::BTreeSet<_> = calls
+        .iter()
+        .map(|r| r.header("X-Semclip-Delivery").unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 1, "one alert, retried: {ids:?}");
+    assert_eq!(calls.len(), failed_calls + 1, "delivered once after the restart");
+    assert_eq!(calls[failed_calls].json()["alerts"][0]["kind"], "threshold_crossed");
+    assert_eq!(store(dir).thresholds("quotes").unwrap()[0].state, "alarm");
 }
