@@ -29,6 +29,19 @@ pub enum Command {
     Xpath(XpathArgs),
     /// Print the semantic changes between two pages (exit 0 same, 1 different).
     Diff(DiffArgs),
+    /// Check the daemon file and every watch file (exit 0 valid, 2 problems).
+    Validate(ValidateArgs),
+}
+
+/// Arguments of `semclip validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// The daemon file [default: semclip.yaml if it exists, else built-in defaults].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// The directory of watch files [default: the daemon file's `watches`].
+    #[arg(long, value_name = "DIR")]
+    pub watches: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `semclip diff`.

@@ -12,10 +12,13 @@
 //! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
 //! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
 //! - [`document`]: read a saved hierarchy document back;
-//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite.
+//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite;
+//! - [`config`]: read and check the daemon file and the watch files;
+//! - [`schedule`]: when each watch runs (cron in a time zone, or an interval).
 
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod diff;
 pub mod document;
 pub mod dom;
@@ -23,6 +26,7 @@ pub mod hierarchy;
 pub mod number;
 pub mod output;
 pub mod refresh;
+pub mod schedule;
 pub mod source;
 pub mod store;
 pub mod xpath;

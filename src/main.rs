@@ -44,6 +44,7 @@ fn main() -> ExitCode {
             Command::Hierarchy(args) => commands::hierarchy::run(args, &mut out).await,
             Command::Xpath(args) => commands::xpath::run(args, &mut out).await,
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
+            Command::Validate(args) => commands::validate::run(args, &mut out),
         }
     });
     let _ = out.flush();

@@ -5,6 +5,7 @@
 
 pub mod diff;
 pub mod hierarchy;
+pub mod validate;
 pub mod xpath;
 
 use anyhow::Context;
