@@ -191,7 +191,7 @@ impl JsonSchema for ByteSize {
             "description": "A byte size: an integer number of bytes, or a number with a unit: B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. \"20MiB\".",
             "oneOf": [
                 {"type": "integer", "minimum": 1},
-                {"type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKMGT]i?B|B)?\\s*$"}
+                {"type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgGtT][iI]?[bB]|[bB])?\\s*$"}
             ]
         })
     }
@@ -201,6 +201,7 @@ impl JsonSchema for ByteSize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "semclip daemon file")]
+#[schemars(rename = "Daemon")]
 pub(crate) struct RawDaemon {
     /// The SQLite store. Default: $STATE_DIRECTORY/semclip.db when STATE_DIRECTORY is set, else semclip.db next to this file.
     pub database: Option<Sp<String>>,
@@ -229,6 +230,7 @@ pub(crate) struct RawDaemon {
 /// The mail server used by email notifiers.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Smtp")]
 pub(crate) struct RawSmtp {
     /// Host name.
     pub host: Sp<String>,
@@ -249,6 +251,7 @@ pub(crate) struct RawSmtp {
 /// How the SMTP connection is secured.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "Security")]
 pub(crate) enum RawSecurity {
     /// Plain connection upgraded with STARTTLS (required).
     Starttls,
@@ -261,6 +264,7 @@ pub(crate) enum RawSecurity {
 /// A notifier: exactly one of email, webhook, file.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "Notifier")]
 pub(crate) enum RawNotifier {
     /// Mail through the daemon's smtp server.
     Email(Sp<RawEmail>),
@@ -273,6 +277,7 @@ pub(crate) enum RawNotifier {
 /// An email notifier.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Email")]
 pub(crate) struct RawEmail {
     /// Recipient mailboxes, at least one.
     pub to: Sp<Vec<Sp<String>>>,
@@ -281,6 +286,7 @@ pub(crate) struct RawEmail {
 /// A webhook notifier.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Webhook")]
 pub(crate) struct RawWebhook {
     /// The endpoint, http or https.
     pub url: Sp<String>,
@@ -295,6 +301,7 @@ pub(crate) struct RawWebhook {
 /// A file notifier.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "FileNotifier")]
 pub(crate) struct RawFileNotifier {
     /// The file; created with its directories when missing.
     pub path: Sp<String>,
@@ -303,6 +310,7 @@ pub(crate) struct RawFileNotifier {
 /// An API token.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Token")]
 pub(crate) struct RawToken {
     /// The token value.
     pub secret: Sp<RawSecret>,
@@ -313,6 +321,7 @@ pub(crate) struct RawToken {
 /// What a token may do.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(rename = "Scope")]
 pub(crate) enum RawScope {
     /// Read clips, watches and history.
     Read,
@@ -323,6 +332,7 @@ pub(crate) enum RawScope {
 /// Fetch settings every watch starts from.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "FetchDefaults")]
 pub(crate) struct RawFetchDefaults {
     /// Largest response body accepted. Default: 20MiB.
     pub max_body: Option<Sp<ByteSize>>,
@@ -341,6 +351,7 @@ pub(crate) struct RawFetchDefaults {
 /// Concurrency limits.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
 pub(crate) struct RawLimits {
     /// Checks in flight, at least 1. Default: 16.
     pub concurrency: Option<Sp<usize>>,
@@ -353,6 +364,7 @@ pub(crate) struct RawLimits {
 /// Alert settings.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Alerts")]
 pub(crate) struct RawAlerts {
     /// Consecutive failed checks before one "failing" alert, at least 1. Default: 3.
     pub failures_before_alert: Option<Sp<u32>>,
@@ -363,6 +375,7 @@ pub(crate) struct RawAlerts {
 /// History retention per watch.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Retention")]
 pub(crate) struct RawRetention {
     /// Snapshots kept, counting the current one, at least 1. Default: 100.
     pub keep_versions: Option<Sp<u32>>,
@@ -373,6 +386,7 @@ pub(crate) struct RawRetention {
 /// The demo site.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Demo")]
 pub(crate) struct RawDemo {
     /// Where the demo site listens, e.g. 127.0.0.1:8787.
     pub listen: Sp<String>,
@@ -382,6 +396,7 @@ pub(crate) struct RawDemo {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "semclip watch file")]
+#[schemars(rename = "Watch")]
 pub(crate) struct RawWatch {
     /// The watch id, [A-Za-z0-9._-]+, unique. Default: the file name without extension.
     pub id: Option<Sp<String>>,
@@ -408,6 +423,7 @@ pub(crate) struct RawWatch {
 /// When the page is checked: exactly one of cron and every.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Schedule")]
 pub(crate) struct RawSchedule {
     /// A cron expression: 5 fields (minute hour day month weekday) or 6 (seconds first); L, W and # are allowed.
     pub cron: Option<Sp<String>>,
@@ -422,6 +438,7 @@ pub(crate) struct RawSchedule {
 /// A watch's fetch settings.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "WatchFetch")]
 pub(crate) struct RawWatchFetch {
     /// Extra request headers.
     pub headers: Option<BTreeMap<String, Sp<String>>>,
@@ -446,6 +463,7 @@ pub(crate) struct RawWatchFetch {
 /// HTTP authentication.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
+#[schemars(rename = "Auth")]
 pub(crate) enum RawAuth {
     /// Authorization: Basic.
     Basic {
@@ -464,6 +482,7 @@ pub(crate) enum RawAuth {
 /// A named part of the page.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Clip")]
 pub(crate) struct RawClip {
     /// XPath 1.0 over the page's semantic hierarchy.
     pub xpath: Sp<String>,
@@ -474,6 +493,7 @@ pub(crate) struct RawClip {
 /// A numeric threshold: at least one of above, below, outside, change_pct.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Threshold")]
 pub(crate) struct RawThreshold {
     /// Unique within the watch.
     pub name: Sp<String>,
@@ -499,6 +519,7 @@ pub(crate) struct RawThreshold {
 /// Notify on any semantic change.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "OnChange")]
 pub(crate) struct RawOnChange {
     /// Notifier names from the daemon file.
     pub notify: Sp<Vec<Sp<String>>>,
@@ -509,6 +530,7 @@ pub(crate) struct RawOnChange {
 /// What happens when checks fail.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Failures")]
 pub(crate) struct RawFailures {
     /// Consecutive failures before one "failing" alert; overrides alerts.failures_before_alert.
     pub alert_after: Option<Sp<u32>>,
