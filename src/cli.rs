@@ -34,6 +34,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Run the monitoring daemon on the watches directory.
     Run(RunArgs),
+    /// Check the daemon file and every watch file (exit 0 valid, 2 problems).
+    Validate(ValidateArgs),
 }
 
 /// Where the configuration is: shared by `run`, `check` and `validate`.
@@ -77,6 +79,14 @@ pub struct CheckArgs {
     /// Record nothing and send nothing: only print what would happen.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Arguments of `semclip validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip diff`.

@@ -7,7 +7,8 @@
 //! started (it crosses 300 and comes back), the page's clock set to the
 //! current time (a change the bundled watch ignores), and a fresh random
 //! markup attribute on every request (markup churn the semantic hierarchy
-//! never sees).
+//! never sees). `/news.html` is a news list that gains a headline every
+//! [`STEP`] (the oldest drops off).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -57,12 +58,46 @@ pub async fn serve(addr: SocketAddr) -> std::io::Result<()> {
     tracing::info!(%addr, "demo site: http://{addr}/quotes.html");
     let app = Router::new()
         .route("/quotes.html", get(quotes))
+        .route("/news.html", get(news))
         .with_state(Instant::now());
     axum::serve(listener, app).await
 }
 
+fn step(started: Instant) -> usize {
+    usize::try_from(started.elapsed().as_secs() / STEP.as_secs()).unwrap_or(0)
+}
+
+const HEADLINES: [&str; 5] = [
+    "GAZP board proposes dividends",
+    "SBER reports quarterly profit",
+    "LKOH buys back shares",
+    "The exchange extends evening trading",
+    "YNDX completes restructuring",
+];
+
+/// The news page at `step`: the three latest headlines, newest first.
+pub fn news_page(step: usize) -> String {
+    let items: String = (0..3)
+        .map(|i| {
+            let n = step + 2 - i;
+            format!(
+                "<li><a href=\"/news/{n}\">{} (#{n})</a></li>",
+                HEADLINES[n % HEADLINES.len()]
+            )
+        })
+        .collect();
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Exchange news</title></head>\
+         <body><h1>Exchange news</h1><ul>{items}</ul></body></html>"
+    )
+}
+
+async fn news(State(started): State<Instant>) -> Html<String> {
+    Html(news_page(step(started)))
+}
+
 async fn quotes(State(started): State<Instant>) -> Html<String> {
-    let step = usize::try_from(started.elapsed().as_secs() / STEP.as_secs()).unwrap_or(0);
+    let step = step(started);
     let clock = chrono::Local::now().format("%H:%M:%S").to_string();
     Html(quotes_page(step, &clock, rand::random()))
 }
@@ -79,5 +114,14 @@ mod tests {
         assert!(page.contains(">12:34:56</span>"));
         let page = quotes_page(0, "x", 1);
         assert!(page.contains(">251,30</td>") && page.contains(">+0,88%</td>"));
+    }
+
+    #[test]
+    fn the_news_page_gains_a_headline_per_step() {
+        let h0 = crate::hierarchy::Hierarchy::from_html(&news_page(0), None);
+        let h1 = crate::hierarchy::Hierarchy::from_html(&news_page(1), None);
+        let changes = crate::diff::diff(&h0, &h1);
+        assert!(!changes.is_empty());
+        assert!(news_page(1).contains("(#3)") && !news_page(1).contains("(#0)"));
     }
 }

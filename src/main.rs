@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
             Command::Check(args) => commands::check::run(args, &mut out).await,
             Command::Run(args) => commands::run::run(args).await,
+            Command::Validate(args) => commands::validate::run(args, &mut out),
         }
     });
     let _ = out.flush();

@@ -1,20 +1,41 @@
-// placeholder: replaced by the config helper's module at merge
-//! Validated configuration (placeholder holding only the types the
-//! notifications module needs, exactly as the shared contract writes them).
+//! The daemon file (`semclip.yaml`) and the watch files (`watches/*.yaml`):
+//! read, checked and turned into the validated types below.
+//!
+//! Reading has two phases. YAML is first deserialized into raw structs that
+//! reject unknown keys and remember where every value was written; then every
+//! value is checked (URLs, cron expressions, time zones, durations, byte sizes,
+//! XPaths, notifier names, secrets, ...) into the types of this module. Every
+//! problem found becomes a [`Diagnostic`] naming the file, line, column and
+//! field; loading never stops at the first one: a broken watch file still lets
+//! the others be checked.
+//!
+//! Relative paths in the daemon file are relative to its directory; relative
+//! secret files in a watch file are relative to the watch file's directory.
 
+mod check;
+mod raw;
+mod tree;
+
+use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use url::Url;
 
-/// A resolved secret value; its Debug output never shows the value.
+use crate::schedule::Schedule;
+use crate::store::Retention;
+
+pub use raw::{daemon_schema, watch_schema};
+
+/// A secret value (password, token, key), read from an environment variable
+/// or a file during validation. Its `Debug` prints `"***"`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
-    /// Wraps a resolved value. (Placeholder constructor: the tests build
-    /// secrets with it; the real module must offer an equivalent.)
+    /// Wraps a value (for tests and programmatic configuration).
     pub fn new(value: impl Into<String>) -> Secret {
         Secret(value.into())
     }
@@ -31,22 +52,51 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// The daemon's outgoing mail server.
+/// The daemon file, validated, with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonConfig {
+    /// The daemon file, `None` when the built-in defaults were used.
+    pub path: Option<PathBuf>,
+    /// The SQLite store.
+    pub database: PathBuf,
+    /// The directory of watch files.
+    pub watches_dir: PathBuf,
+    /// The HTTP server's address (a later milestone).
+    pub listen: Option<SocketAddr>,
+    /// The mail server, needed by email notifiers.
+    pub smtp: Option<SmtpConfig>,
+    /// Notifiers by name.
+    pub notifiers: BTreeMap<String, NotifierConfig>,
+    /// API tokens by name (a later milestone).
+    pub tokens: BTreeMap<String, TokenConfig>,
+    /// Fetch settings every watch starts from.
+    pub fetch: FetchDefaults,
+    /// Concurrency limits.
+    pub limits: Limits,
+    /// When failures become alerts and when undeliverable alerts are given up.
+    pub alerts: AlertSettings,
+    /// How much history to keep.
+    pub retention: Retention,
+    /// The demo site, when the daemon serves it.
+    pub demo: Option<DemoConfig>,
+}
+
+/// The mail server used by email notifiers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SmtpConfig {
-    /// Host name of the relay.
+    /// Host name.
     pub host: String,
-    /// TCP port.
+    /// Port (default by security: starttls 587, tls 465, none 25).
     pub port: u16,
     /// Transport security.
     pub security: SmtpSecurity,
-    /// Login name, with `password`.
+    /// Login user name, if the server needs one.
     pub username: Option<String>,
-    /// Password, with `username`.
+    /// Login password.
     pub password: Option<Secret>,
-    /// The From mailbox.
+    /// The From mailbox, e.g. `semclip <semclip@example.org>` (checked).
     pub from: String,
-    /// Timeout for the connection and each SMTP command.
+    /// Timeout of one SMTP conversation step.
     pub timeout: Duration,
 }
 
@@ -55,25 +105,25 @@ pub struct SmtpConfig {
 pub enum SmtpSecurity {
     /// Plain connection upgraded with STARTTLS (required).
     StartTls,
-    /// Implicit TLS from the first byte.
+    /// TLS from the first byte (SMTPS).
     Tls,
-    /// No encryption.
+    /// No encryption (a local relay only).
     None,
 }
 
-/// One named notifier.
+/// One notifier: where alerts go.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NotifierConfig {
-    /// Mail to these mailboxes through the daemon's SMTP relay.
+    /// Mail to these mailboxes (each checked, at least one).
     Email {
         /// Recipient mailboxes.
         to: Vec<String>,
     },
-    /// HTTP POST of a JSON payload.
+    /// An HTTP POST of the alert JSON.
     Webhook(WebhookConfig),
-    /// JSON lines appended to a file.
+    /// One JSON line per alert appended to a file.
     File {
-        /// The file.
+        /// The file (relative paths resolved against the daemon file's directory).
         path: PathBuf,
     },
 }
@@ -81,12 +131,343 @@ pub enum NotifierConfig {
 /// A webhook notifier.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookConfig {
-    /// Where to POST.
+    /// The endpoint (http or https).
     pub url: Url,
-    /// HMAC-SHA256 signing key.
+    /// The HMAC-SHA256 signing key, if any.
     pub secret: Option<Secret>,
-    /// Timeout of the whole request.
+    /// Request timeout (default 10s).
     pub timeout: Duration,
-    /// Extra request headers.
+    /// Extra request headers (names and values checked).
     pub headers: Vec<(String, String)>,
+}
+
+/// An API token of the HTTP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenConfig {
+    /// The token value.
+    pub secret: Secret,
+    /// What it may do (at least one).
+    pub scopes: Vec<Scope>,
+}
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    /// Read clips, watches and history.
+    Read,
+    /// Everything, including changes.
+    Admin,
+}
+
+/// Fetch settings every watch starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchDefaults {
+    /// Largest response body accepted, in bytes (default 20 MiB).
+    pub max_body: u64,
+    /// Connect timeout (default 10s).
+    pub connect_timeout: Duration,
+    /// Whole-request timeout (default 30s).
+    pub timeout: Duration,
+    /// Redirects followed (default 10).
+    pub max_redirects: usize,
+    /// Extra attempts on transient failures (default 2).
+    pub retries: u32,
+    /// Proxy URL (http, https, socks5, socks5h).
+    pub proxy: Option<String>,
+}
+
+impl Default for FetchDefaults {
+    fn default() -> Self {
+        FetchDefaults {
+            max_body: 20 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            max_redirects: 10,
+            retries: 2,
+            proxy: None,
+        }
+    }
+}
+
+/// Concurrency limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Checks in flight (default 16, at least 1).
+    pub concurrency: usize,
+    /// Concurrent requests per host (default 2, at least 1).
+    pub per_host: usize,
+    /// Minimum time between request starts to one host (default 1s).
+    pub host_spacing: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            concurrency: 16,
+            per_host: 2,
+            host_spacing: Duration::from_secs(1),
+        }
+    }
+}
+
+/// When failures become alerts and when undeliverable alerts are given up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertSettings {
+    /// Consecutive failed checks before one "failing" alert (default 3, at least 1).
+    pub failures_before_alert: u32,
+    /// Undeliverable alerts are marked failed after this (default 24h).
+    pub give_up_after: Duration,
+}
+
+impl Default for AlertSettings {
+    fn default() -> Self {
+        AlertSettings {
+            failures_before_alert: 3,
+            give_up_after: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// The demo site served by the daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoConfig {
+    /// Where it listens.
+    pub listen: SocketAddr,
+}
+
+impl Default for DaemonConfig {
+    /// The built-in defaults: `$STATE_DIRECTORY/semclip.db` (or `semclip.db`),
+    /// watches in `watches`, no notifiers.
+    fn default() -> Self {
+        check::daemon_defaults(None, Path::new(""))
+    }
+}
+
+/// One watch file, validated and merged with the daemon's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watch {
+    /// The id (`[A-Za-z0-9._-]+`, unique; default: the file stem).
+    pub id: String,
+    /// The watch file.
+    pub file: PathBuf,
+    /// The page (http, https or file).
+    pub url: Url,
+    /// A title for notifications.
+    pub title: Option<String>,
+    /// When it runs.
+    pub schedule: Schedule,
+    /// Fetch settings: the daemon's defaults plus this watch's overrides.
+    pub fetch: WatchFetch,
+    /// XPaths of what to leave out of diffs and the content hash.
+    pub ignore: Vec<String>,
+    /// Named clips.
+    pub clips: BTreeMap<String, Clip>,
+    /// Thresholds, in file order.
+    pub thresholds: Vec<Threshold>,
+    /// Notification on any semantic change.
+    pub on_change: Option<OnChange>,
+    /// What happens when checks fail.
+    pub failures: FailurePolicy,
+}
+
+/// A watch's fetch settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchFetch {
+    /// Largest response body accepted, in bytes.
+    pub max_body: u64,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Redirects followed.
+    pub max_redirects: usize,
+    /// Extra attempts on transient failures.
+    pub retries: u32,
+    /// Proxy URL.
+    pub proxy: Option<String>,
+    /// Extra request headers (names and values checked).
+    pub headers: Vec<(String, String)>,
+    /// Cookies sent with every request.
+    pub cookies: Vec<(String, Secret)>,
+    /// HTTP authentication.
+    pub auth: Option<Auth>,
+}
+
+/// HTTP authentication of a watch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Auth {
+    /// `Authorization: Basic`.
+    Basic {
+        /// User name.
+        username: String,
+        /// Password.
+        password: Secret,
+    },
+    /// `Authorization: Bearer`.
+    Bearer {
+        /// The token.
+        token: Secret,
+    },
+}
+
+/// A named part of the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clip {
+    /// XPath over the hierarchy (checked).
+    pub xpath: String,
+    /// What it is.
+    pub description: Option<String>,
+}
+
+/// A numeric threshold on a value of the page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// Unique within the watch.
+    pub name: String,
+    /// XPath giving a node-set or a number (checked).
+    pub xpath: String,
+    /// Alarm when the value is above this.
+    pub above: Option<f64>,
+    /// Alarm when the value is below this.
+    pub below: Option<f64>,
+    /// Alarm when the value is outside `[lo, hi]` (`lo < hi`).
+    pub outside: Option<(f64, f64)>,
+    /// Alarm when `|value - previous| / |previous| * 100 >= change_pct`.
+    pub change_pct: Option<f64>,
+    /// Absolute margin, in the value's units, before a return to normal (>= 0).
+    pub hysteresis: f64,
+    /// Notifier names (each defined in the daemon file).
+    pub notify: Vec<String>,
+    /// Also notify when the value returns to normal (default true).
+    pub on_return: bool,
+}
+
+/// Notification on any semantic change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnChange {
+    /// Notifier names.
+    pub notify: Vec<String>,
+    /// At most one message per interval.
+    pub digest: Option<Duration>,
+}
+
+/// What happens when a watch's checks fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailurePolicy {
+    /// Consecutive failures before one "failing" alert.
+    pub alert_after: u32,
+    /// Who hears about failing and recovered (default: nobody, logged only).
+    pub notify: Vec<String>,
+}
+
+/// One problem in a configuration file.
+///
+/// Displays as `{file}:{line}:{column}: {path}: {message}`, e.g.
+/// `watches/gazp.yaml:7:12: thresholds[0].above: expected a number`.
+/// `path` is the field (`schedule.cron`, `notifiers.hook.webhook.url`), or
+/// `(document)` for the file as a whole and `(syntax)` for YAML syntax errors.
+/// A line of 0 means the problem has no position (a missing directory): the
+/// display is then `{file}: {path}: {message}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diagnostic {
+    /// The file (or directory) concerned.
+    pub file: PathBuf,
+    /// 1-based line, 0 when unknown.
+    pub line: usize,
+    /// 1-based column (in characters), 0 when unknown.
+    pub column: usize,
+    /// The field concerned.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(
+                f,
+                "{}: {}: {}",
+                self.file.display(),
+                self.path,
+                self.message
+            )
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}: {}",
+                self.file.display(),
+                self.line,
+                self.column,
+                self.path,
+                self.message
+            )
+        }
+    }
+}
+
+/// Everything the daemon needs: its settings and the watches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The daemon file (or the defaults).
+    pub daemon: DaemonConfig,
+    /// Every watch, sorted by id.
+    pub watches: Vec<Watch>,
+}
+
+/// Loads the daemon file (or defaults when `config` is None; `watches_dir`
+/// overrides its `watches`), then every watch file, validating everything.
+/// Err holds ALL diagnostics.
+pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let daemon = match config {
+        Some(path) => check::load_daemon_file(path, &mut diags),
+        None => check::DaemonOutcome::defaults(),
+    };
+    let mut config = daemon.config;
+    let mut dir_at = daemon.watches_at;
+    if let Some(dir) = watches_dir {
+        config.watches_dir = dir.to_path_buf();
+        dir_at = None;
+    }
+    let watches = check::load_watch_dir(
+        &config.watches_dir,
+        &config,
+        daemon.notifier_names.as_ref(),
+        dir_at,
+        &mut diags,
+    );
+    if diags.is_empty() {
+        Ok(Loaded {
+            daemon: config,
+            watches,
+        })
+    } else {
+        Err(diags)
+    }
+}
+
+/// Loads and validates the daemon file alone.
+pub fn load_daemon(path: &Path) -> Result<DaemonConfig, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let daemon = check::load_daemon_file(path, &mut diags);
+    if diags.is_empty() {
+        Ok(daemon.config)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Loads every watch file in `dir` (`*.yaml`, `*.yml`, not recursive) against
+/// an already loaded daemon configuration (used on reload). Watches come
+/// sorted by id; Err holds ALL diagnostics.
+pub fn load_watches(dir: &Path, daemon: &DaemonConfig) -> Result<Vec<Watch>, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let names = daemon.notifiers.keys().cloned().collect();
+    let watches = check::load_watch_dir(dir, daemon, Some(&names), None, &mut diags);
+    if diags.is_empty() {
+        Ok(watches)
+    } else {
+        Err(diags)
+    }
 }

@@ -507,20 +507,29 @@ fn each_crossing_reaches_smtp_and_the_webhook_once_with_value_and_context() {
         dir,
         smtp.port(),
         &hook.url(),
-        &[("quotes", quotes_watch(&site.url("/quotes.html"), "mail, hook"))],
+        &[(
+            "quotes",
+            quotes_watch(&site.url("/quotes.html"), "mail, hook"),
+        )],
     );
     let daemon = Daemon::start(dir);
     site.wait_for("/quotes.html", 2, Duration::from_secs(20));
     site.set_price("305,40");
-    wait_until("one webhook call", Duration::from_secs(20), || hook.requests().len() == 1);
+    wait_until("one webhook call", Duration::from_secs(20), || {
+        hook.requests().len() == 1
+    });
     let n = site.seen("/quotes.html").len();
     site.churn_markup();
     site.set_price("310,00");
     site.wait_for("/quotes.html", n + 3, Duration::from_secs(20));
     assert_eq!(hook.requests().len(), 1, "no alert while it stays above");
     site.set_price("297,00");
-    wait_until("a second webhook call", Duration::from_secs(20), || hook.requests().len() == 2);
-    wait_until("two emails", Duration::from_secs(20), || smtp.messages().len() == 2);
+    wait_until("a second webhook call", Duration::from_secs(20), || {
+        hook.requests().len() == 2
+    });
+    wait_until("two emails", Duration::from_secs(20), || {
+        smtp.messages().len() == 2
+    });
     let n = site.seen("/quotes.html").len();
     site.wait_for("/quotes.html", n + 3, Duration::from_secs(20));
     assert_eq!(daemon.stop().code(), Some(0));
@@ -535,7 +544,10 @@ fn each_crossing_reaches_smtp_and_the_webhook_once_with_value_and_context() {
         let alert = &body["alerts"][0];
         assert_eq!(alert["kind"], kind);
         assert_eq!(alert["threshold"]["value"], value);
-        assert_eq!(alert["threshold"]["context"], "Market / Shares / GAZP / Last");
+        assert_eq!(
+            alert["threshold"]["context"],
+            "Market / Shares / GAZP / Last"
+        );
         assert_eq!(alert["url"], site.url("/quotes.html"));
         assert_eq!(call.header("X-Semclip-Delivery"), alert["id"].as_str());
     }
@@ -543,7 +555,10 @@ fn each_crossing_reaches_smtp_and_the_webhook_once_with_value_and_context() {
     assert_eq!(mails.len(), 2);
     let first = mails[0].parsed();
     let subject = first.subject().unwrap_or_default().to_owned();
-    assert!(subject.contains("305.4") && subject.contains("above 300"), "{subject}");
+    assert!(
+        subject.contains("305.4") && subject.contains("above 300"),
+        "{subject}"
+    );
     let text = first.body_text(0).unwrap_or_default().into_owned();
     assert!(text.contains("Market / Shares / GAZP / Last"), "{text}");
     assert!(text.contains(&site.url("/quotes.html")), "{text}");
@@ -566,14 +581,21 @@ fn an_alert_queued_while_smtp_and_the_webhook_are_down_is_delivered_once_after_s
         dir,
         smtp.port(),
         &hook.url(),
-        &[("quotes", quotes_watch(&site.url("/quotes.html"), "mail, hook"))],
+        &[(
+            "quotes",
+            quotes_watch(&site.url("/quotes.html"), "mail, hook"),
+        )],
     );
     let daemon = Daemon::start(dir);
     // Both deliveries have failed at least once, and the alert is stored.
-    wait_until("failed attempts in the outbox", Duration::from_secs(30), || {
-        let rows = store(dir).outbox().unwrap();
-        rows.len() == 2 && rows.iter().all(|r| r.attempts >= 1)
-    });
+    wait_until(
+        "failed attempts in the outbox",
+        Duration::from_secs(30),
+        || {
+            let rows = store(dir).outbox().unwrap();
+            rows.len() == 2 && rows.iter().all(|r| r.attempts >= 1)
+        },
+    );
     assert!(!hook.requests().is_empty(), "the webhook was tried");
     drop(daemon); // SIGKILL
     smtp.restart();
@@ -594,7 +616,14 @@ fn an_alert_queued_while_smtp_and_the_webhook_are_down_is_delivered_once_after_s
         .map(|r| r.header("X-Semclip-Delivery").unwrap().to_owned())
         .collect();
     assert_eq!(ids.len(), 1, "one alert, retried: {ids:?}");
-    assert_eq!(calls.len(), failed_calls + 1, "delivered once after the restart");
-    assert_eq!(calls[failed_calls].json()["alerts"][0]["kind"], "threshold_crossed");
+    assert_eq!(
+        calls.len(),
+        failed_calls + 1,
+        "delivered once after the restart"
+    );
+    assert_eq!(
+        calls[failed_calls].json()["alerts"][0]["kind"],
+        "threshold_crossed"
+    );
     assert_eq!(store(dir).thresholds("quotes").unwrap()[0].state, "alarm");
 }

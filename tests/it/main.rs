@@ -10,6 +10,7 @@
 
 mod cli;
 mod complete;
+mod config;
 mod corpus;
 mod daemon;
 mod diff;

@@ -1,0 +1,1331 @@
+//! Validation: raw structures in, the validated types of [`super`] out, and
+//! every problem found as a [`Diagnostic`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use url::Url;
+
+use super::raw::{
+    ByteSize, Pos, RawAuth, RawDaemon, RawNotifier, RawSchedule, RawScope, RawSecret, RawSecurity,
+    RawThreshold, RawWatch, RawWatchFetch, Sp,
+};
+use super::tree::{self, DOCUMENT, join};
+use super::{
+    AlertSettings, Auth, Clip, DaemonConfig, DemoConfig, Diagnostic, FailurePolicy, FetchDefaults,
+    Limits, NotifierConfig, OnChange, Scope, Secret, SmtpConfig, SmtpSecurity, Threshold,
+    TokenConfig, Watch, WatchFetch, WebhookConfig,
+};
+use crate::schedule::{Schedule, parse_cron};
+use crate::store::Retention;
+use crate::xpath::{XPathType, result_type};
+
+/// The message of an inline secret.
+const INLINE_SECRET: &str = "secrets are never inline: write {env: NAME} or {file: PATH}";
+
+/// Collects the diagnostics of one file; relative paths are resolved against `dir`.
+struct Ctx<'a> {
+    file: &'a Path,
+    dir: &'a Path,
+    diags: Vec<Diagnostic>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(file: &'a Path) -> Ctx<'a> {
+        Ctx {
+            file,
+            dir: file.parent().unwrap_or(Path::new("")),
+            diags: Vec::new(),
+        }
+    }
+
+    fn err(&mut self, at: Pos, path: &str, message: impl Into<String>) {
+        self.diags.push(Diagnostic {
+            file: self.file.to_path_buf(),
+            line: at.line,
+            column: at.column,
+            path: if path.is_empty() {
+                DOCUMENT.to_owned()
+            } else {
+                path.to_owned()
+            },
+            message: message.into(),
+        });
+    }
+
+    /// Sorted by position, then handed over.
+    fn finish(mut self, out: &mut Vec<Diagnostic>) {
+        self.diags.sort_by_key(|d| (d.line, d.column));
+        out.append(&mut self.diags);
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.join(p)
+    }
+
+    fn duration(&mut self, v: Option<&Sp<String>>, path: &str, default: Duration) -> Duration {
+        let Some(v) = v else { return default };
+        match humantime::parse_duration(v.value.trim()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.err(
+                    v.at,
+                    path,
+                    format!(
+                        "invalid duration `{}`: {e} (write e.g. 30s, 5m, 1h 30m)",
+                        v.value
+                    ),
+                );
+                default
+            }
+        }
+    }
+
+    /// A duration that must be at least `min`.
+    fn duration_min(
+        &mut self,
+        v: Option<&Sp<String>>,
+        path: &str,
+        default: Duration,
+        min: Duration,
+    ) -> Duration {
+        let d = self.duration(v, path, default);
+        if d < min {
+            if let Some(v) = v {
+                let message = if min == Duration::from_millis(1) {
+                    "must be longer than 0s".to_owned()
+                } else {
+                    format!("must be at least {}", humantime::format_duration(min))
+                };
+                self.err(v.at, path, message);
+            }
+            return default;
+        }
+        d
+    }
+
+    fn byte_size(&mut self, v: Option<&Sp<ByteSize>>, path: &str, default: u64) -> u64 {
+        let Some(v) = v else { return default };
+        let parsed = match &v.value {
+            ByteSize::Bytes(0) => Err("must be at least 1 byte".to_owned()),
+            ByteSize::Bytes(n) => Ok(*n),
+            ByteSize::Text(t) => parse_byte_size(t),
+        };
+        parsed.unwrap_or_else(|message| {
+            self.err(v.at, path, message);
+            default
+        })
+    }
+
+    fn at_least_one<T: Copy + TryFrom<u8> + PartialOrd>(
+        &mut self,
+        v: Option<&Sp<T>>,
+        path: &str,
+        default: T,
+    ) -> T {
+        let Some(v) = v else { return default };
+        let one = T::try_from(1).unwrap_or(default);
+        if v.value < one {
+            self.err(v.at, path, "must be at least 1");
+            return default;
+        }
+        v.value
+    }
+
+    fn secret(&mut self, s: &Sp<RawSecret>, path: &str) -> Option<Secret> {
+        match &s.value {
+            RawSecret::Inline => {
+                self.err(s.at, path, INLINE_SECRET);
+                None
+            }
+            RawSecret::Env(name) => match std::env::var(name) {
+                Ok(v) if !v.is_empty() => Some(Secret(v)),
+                Ok(_) => {
+                    self.err(s.at, path, format!("environment variable {name} is empty"));
+                    None
+                }
+                Err(std::env::VarError::NotPresent) => {
+                    self.err(
+                        s.at,
+                        path,
+                        format!("environment variable {name} is not set"),
+                    );
+                    None
+                }
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    self.err(
+                        s.at,
+                        path,
+                        format!("environment variable {name} is not valid UTF-8"),
+                    );
+                    None
+                }
+            },
+            RawSecret::File(p) => {
+                let full = self.path(p);
+                match std::fs::read_to_string(&full) {
+                    Ok(mut text) => {
+                        if text.ends_with('\n') {
+                            text.pop();
+                            if text.ends_with('\r') {
+                                text.pop();
+                            }
+                        }
+                        if text.is_empty() {
+                            self.err(
+                                s.at,
+                                path,
+                                format!("secret file {} is empty", full.display()),
+                            );
+                            return None;
+                        }
+                        Some(Secret(text))
+                    }
+                    Err(e) => {
+                        self.err(
+                            s.at,
+                            path,
+                            format!(
+                                "cannot read secret file {}: {}",
+                                full.display(),
+                                io_reason(&e)
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn socket_addr(&mut self, v: &Sp<String>, path: &str) -> Option<SocketAddr> {
+        match v.value.trim().parse::<SocketAddr>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                self.err(
+                    v.at,
+                    path,
+                    format!(
+                        "invalid address `{}`: write IP:PORT, e.g. 127.0.0.1:8080",
+                        v.value
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn mailbox(&mut self, v: &Sp<String>, path: &str) -> bool {
+        match v.value.parse::<lettre::message::Mailbox>() {
+            Ok(_) => true,
+            Err(e) => {
+                self.err(
+                    v.at,
+                    path,
+                    format!(
+                        "invalid mailbox `{}` ({e}): write user@example.org or \"Name <user@example.org>\"",
+                        v.value
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    fn proxy(&mut self, v: Option<&Sp<String>>, path: &str) -> Option<String> {
+        let v = v?;
+        match Url::parse(v.value.trim()) {
+            Ok(u) if ["http", "https", "socks5", "socks5h"].contains(&u.scheme()) => {
+                Some(v.value.trim().to_owned())
+            }
+            Ok(u) => {
+                self.err(
+                    v.at,
+                    path,
+                    format!(
+                        "unsupported proxy scheme `{}`: use http, https, socks5 or socks5h",
+                        u.scheme()
+                    ),
+                );
+                None
+            }
+            Err(e) => {
+                self.err(v.at, path, format!("invalid proxy URL `{}`: {e}", v.value));
+                None
+            }
+        }
+    }
+
+    fn headers(
+        &mut self,
+        headers: Option<&BTreeMap<String, Sp<String>>>,
+        path: &str,
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, value) in headers.into_iter().flatten() {
+            let p = join(path, name);
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                self.err(value.at, &p, format!("invalid header name `{name}`"));
+                continue;
+            }
+            if reqwest::header::HeaderValue::from_str(&value.value).is_err() {
+                self.err(
+                    value.at,
+                    &p,
+                    "invalid header value: only visible ASCII, spaces and tabs",
+                );
+                continue;
+            }
+            out.push((name.clone(), value.value.clone()));
+        }
+        out
+    }
+
+    fn xpath(&mut self, v: &Sp<String>, path: &str) -> Option<XPathType> {
+        match result_type(&v.value) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.err(
+                    v.at,
+                    path,
+                    format!("invalid XPath at column {}: {}", e.column, e.message),
+                );
+                None
+            }
+        }
+    }
+
+    fn notifiers(
+        &mut self,
+        names: &Sp<Vec<Sp<String>>>,
+        path: &str,
+        known: Option<&BTreeSet<String>>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, name) in names.value.iter().enumerate() {
+            if let Some(known) = known
+                && !known.contains(&name.value)
+            {
+                let defined = if known.is_empty() {
+                    "the daemon file defines no notifiers".to_owned()
+                } else {
+                    let list: Vec<&str> = known.iter().map(String::as_str).collect();
+                    format!("the daemon file defines: {}", list.join(", "))
+                };
+                self.err(
+                    name.at,
+                    &format!("{path}[{i}]"),
+                    format!("unknown notifier `{}` ({defined})", name.value),
+                );
+            }
+            if !out.contains(&name.value) {
+                out.push(name.value.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The reason of an I/O error, without the OS error number.
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::InvalidData => "not valid UTF-8".to_owned(),
+        _ => e.to_string(),
+    }
+}
+
+/// Parses `20MiB`, `500kB`, `1GB`, `1048576`, `1.5 MiB`.
+pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "invalid byte size `{text}`: write a number of bytes or a number with a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+        )
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
+        return Err(bad());
+    }
+    let bytes = if let Ok(n) = number.parse::<u64>() {
+        n.checked_mul(multiplier)
+            .ok_or_else(|| format!("byte size `{text}` is too large"))?
+    } else {
+        let x: f64 = number.parse().map_err(|_| bad())?;
+        let b = (x * multiplier as f64).round();
+        if !(b < u64::MAX as f64) {
+            return Err(format!("byte size `{text}` is too large"));
+        }
+        b as u64
+    };
+    if bytes == 0 {
+        return Err("must be at least 1 byte".to_owned());
+    }
+    Ok(bytes)
+}
+
+/// What loading the daemon file gave.
+pub(crate) struct DaemonOutcome {
+    /// The configuration (defaults where the file was wrong).
+    pub config: DaemonConfig,
+    /// The notifier names the file defines, when it parsed: watch files are
+    /// checked against them only then.
+    pub notifier_names: Option<BTreeSet<String>>,
+    /// Where the watches directory was set (file, position), for a diagnostic
+    /// when it is missing.
+    pub watches_at: Option<(PathBuf, Pos)>,
+}
+
+impl DaemonOutcome {
+    /// The built-in defaults.
+    pub fn defaults() -> DaemonOutcome {
+        DaemonOutcome {
+            config: daemon_defaults(None, Path::new("")),
+            notifier_names: Some(BTreeSet::new()),
+            watches_at: None,
+        }
+    }
+}
+
+/// `$STATE_DIRECTORY` (its first entry), if set.
+fn state_directory() -> Option<PathBuf> {
+    let v = std::env::var_os("STATE_DIRECTORY")?;
+    let s = v.to_string_lossy();
+    let first = s.split(':').next().unwrap_or("");
+    (!first.is_empty()).then(|| PathBuf::from(first))
+}
+
+/// The defaults, relative paths resolved against `base`.
+pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfig {
+    DaemonConfig {
+        path,
+        database: state_directory()
+            .map_or_else(|| base.join("semclip.db"), |d| d.join("semclip.db")),
+        watches_dir: base.join("watches"),
+        listen: None,
+        smtp: None,
+        notifiers: BTreeMap::new(),
+        tokens: BTreeMap::new(),
+        fetch: FetchDefaults::default(),
+        limits: Limits::default(),
+        alerts: AlertSettings::default(),
+        retention: Retention::default(),
+        demo: None,
+    }
+}
+
+/// Reads a file as UTF-8 text, or a diagnostic.
+fn read_text(file: &Path) -> Result<String, Diagnostic> {
+    std::fs::read_to_string(file).map_err(|e| Diagnostic {
+        file: file.to_path_buf(),
+        line: 0,
+        column: 0,
+        path: "(file)".to_owned(),
+        message: format!("cannot read: {}", io_reason(&e)),
+    })
+}
+
+/// Loads the daemon file at `file`, pushing its diagnostics.
+pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> DaemonOutcome {
+    let base = file.parent().unwrap_or(Path::new(""));
+    let failed = |out: &mut Vec<Diagnostic>, d: Diagnostic| {
+        out.push(d);
+        DaemonOutcome {
+            config: daemon_defaults(Some(file.to_path_buf()), base),
+            notifier_names: None,
+            watches_at: None,
+        }
+    };
+    let text = match read_text(file) {
+        Ok(t) => t,
+        Err(d) => return failed(out, d),
+    };
+    let raw = match serde_saphyr::from_str_with_options::<Option<Sp<RawDaemon>>>(
+        &text,
+        serde_saphyr::options! { with_snippet: false },
+    ) {
+        Ok(r) => r,
+        Err(e) => return failed(out, tree::diagnostic(file, &text, &e)),
+    };
+    let Some(raw) = raw else {
+        return DaemonOutcome {
+            config: daemon_defaults(Some(file.to_path_buf()), base),
+            notifier_names: Some(BTreeSet::new()),
+            watches_at: Some((file.to_path_buf(), Pos::START)),
+        };
+    };
+    let mut cx = Ctx::new(file);
+    let outcome = daemon(raw, &mut cx);
+    cx.finish(out);
+    outcome
+}
+
+fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
+    let root_at = raw.at;
+    let raw = raw.value;
+    let mut c = daemon_defaults(Some(cx.file.to_path_buf()), cx.dir);
+    if let Some(db) = &raw.database {
+        c.database = cx.path(&db.value);
+    }
+    let watches_at = raw.watches.as_ref().map_or(root_at, |w| w.at);
+    if let Some(w) = &raw.watches {
+        c.watches_dir = cx.path(&w.value);
+    }
+    c.listen = raw
+        .listen
+        .as_ref()
+        .and_then(|l| cx.socket_addr(l, "listen"));
+    if let Some(smtp) = &raw.smtp {
+        let s = &smtp.value;
+        let security = match s.security.as_ref().map(|s| s.value) {
+            None | Some(RawSecurity::Starttls) => SmtpSecurity::StartTls,
+            Some(RawSecurity::Tls) => SmtpSecurity::Tls,
+            Some(RawSecurity::None) => SmtpSecurity::None,
+        };
+        let port = s.port.as_ref().map_or(
+            match security {
+                SmtpSecurity::StartTls => 587,
+                SmtpSecurity::Tls => 465,
+                SmtpSecurity::None => 25,
+            },
+            |p| p.value,
+        );
+        if port == 0 {
+            if let Some(p) = &s.port {
+                cx.err(p.at, "smtp.port", "must be a port number from 1 to 65535");
+            }
+        }
+        if s.host.value.trim().is_empty() {
+            cx.err(s.host.at, "smtp.host", "must not be empty");
+        }
+        cx.mailbox(&s.from, "smtp.from");
+        let password = s
+            .password
+            .as_ref()
+            .and_then(|p| cx.secret(p, "smtp.password"));
+        if s.password.is_some() && s.username.is_none() {
+            cx.err(smtp.at, "smtp.username", "a password needs a username");
+        }
+        let timeout = cx.duration_min(
+            s.timeout.as_ref(),
+            "smtp.timeout",
+            Duration::from_secs(30),
+            Duration::from_millis(1),
+        );
+        c.smtp = Some(SmtpConfig {
+            host: s.host.value.trim().to_owned(),
+            port,
+            security,
+            username: s.username.as_ref().map(|u| u.value.clone()),
+            password,
+            from: s.from.value.clone(),
+            timeout,
+        });
+    }
+    for (name, n) in raw.notifiers.iter().flatten() {
+        let path = join("notifiers", name);
+        if !valid_id(name) {
+            cx.err(
+                n.at,
+                &path,
+                format!("notifier name `{name}` may only use A-Z a-z 0-9 . _ -"),
+            );
+        }
+        let cfg = match &n.value {
+            RawNotifier::Email(e) => {
+                let p = join(&path, "email");
+                if raw.smtp.is_none() {
+                    cx.err(
+                        e.at,
+                        &p,
+                        "email notifiers need an `smtp` section in the daemon file",
+                    );
+                }
+                let to_path = join(&p, "to");
+                if e.value.to.value.is_empty() {
+                    cx.err(e.value.to.at, &to_path, "give at least one mailbox");
+                }
+                for (i, m) in e.value.to.value.iter().enumerate() {
+                    cx.mailbox(m, &format!("{to_path}[{i}]"));
+                }
+                NotifierConfig::Email {
+                    to: e.value.to.value.iter().map(|m| m.value.clone()).collect(),
+                }
+            }
+            RawNotifier::Webhook(w) => {
+                let p = join(&path, "webhook");
+                let url = match Url::parse(w.value.url.value.trim()) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") => Some(u),
+                    Ok(u) => {
+                        cx.err(
+                            w.value.url.at,
+                            &join(&p, "url"),
+                            format!("unsupported scheme `{}`: use http or https", u.scheme()),
+                        );
+                        None
+                    }
+                    Err(e) => {
+                        cx.err(
+                            w.value.url.at,
+                            &join(&p, "url"),
+                            format!("invalid URL `{}`: {e}", w.value.url.value),
+                        );
+                        None
+                    }
+                };
+                let secret = w
+                    .value
+                    .secret
+                    .as_ref()
+                    .and_then(|s| cx.secret(s, &join(&p, "secret")));
+                let timeout = cx.duration_min(
+                    w.value.timeout.as_ref(),
+                    &join(&p, "timeout"),
+                    Duration::from_secs(10),
+                    Duration::from_millis(1),
+                );
+                let headers = cx.headers(w.value.headers.as_ref(), &join(&p, "headers"));
+                let Some(url) = url else { continue };
+                NotifierConfig::Webhook(WebhookConfig {
+                    url,
+                    secret,
+                    timeout,
+                    headers,
+                })
+            }
+            RawNotifier::File(f) => {
+                if f.value.path.value.trim().is_empty() {
+                    cx.err(
+                        f.value.path.at,
+                        &join(&path, "file.path"),
+                        "must not be empty",
+                    );
+                }
+                NotifierConfig::File {
+                    path: cx.path(&f.value.path.value),
+                }
+            }
+        };
+        c.notifiers.insert(name.clone(), cfg);
+    }
+    for (name, t) in raw.tokens.iter().flatten() {
+        let path = join("tokens", name);
+        let secret = cx.secret(&t.value.secret, &join(&path, "secret"));
+        let mut scopes: Vec<Scope> = t
+            .value
+            .scopes
+            .value
+            .iter()
+            .map(|s| match s {
+                RawScope::Read => Scope::Read,
+                RawScope::Admin => Scope::Admin,
+            })
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        if scopes.is_empty() {
+            cx.err(
+                t.value.scopes.at,
+                &join(&path, "scopes"),
+                "give at least one scope (read, admin)",
+            );
+        }
+        if let Some(secret) = secret {
+            c.tokens
+                .insert(name.clone(), TokenConfig { secret, scopes });
+        }
+    }
+    if let Some(f) = &raw.fetch {
+        let f = &f.value;
+        let d = FetchDefaults::default();
+        c.fetch = FetchDefaults {
+            max_body: cx.byte_size(f.max_body.as_ref(), "fetch.max_body", d.max_body),
+            connect_timeout: cx.duration_min(
+                f.connect_timeout.as_ref(),
+                "fetch.connect_timeout",
+                d.connect_timeout,
+                Duration::from_millis(1),
+            ),
+            timeout: cx.duration_min(
+                f.timeout.as_ref(),
+                "fetch.timeout",
+                d.timeout,
+                Duration::from_millis(1),
+            ),
+            max_redirects: f
+                .max_redirects
+                .as_ref()
+                .map_or(d.max_redirects, |v| v.value),
+            retries: f.retries.as_ref().map_or(d.retries, |v| v.value),
+            proxy: cx.proxy(f.proxy.as_ref(), "fetch.proxy"),
+        };
+    }
+    if let Some(l) = &raw.limits {
+        let l = &l.value;
+        let d = Limits::default();
+        c.limits = Limits {
+            concurrency: cx.at_least_one(
+                l.concurrency.as_ref(),
+                "limits.concurrency",
+                d.concurrency,
+            ),
+            per_host: cx.at_least_one(l.per_host.as_ref(), "limits.per_host", d.per_host),
+            host_spacing: cx.duration(
+                l.host_spacing.as_ref(),
+                "limits.host_spacing",
+                d.host_spacing,
+            ),
+        };
+    }
+    if let Some(a) = &raw.alerts {
+        let a = &a.value;
+        let d = AlertSettings::default();
+        c.alerts = AlertSettings {
+            failures_before_alert: cx.at_least_one(
+                a.failures_before_alert.as_ref(),
+                "alerts.failures_before_alert",
+                d.failures_before_alert,
+            ),
+            give_up_after: cx.duration_min(
+                a.give_up_after.as_ref(),
+                "alerts.give_up_after",
+                d.give_up_after,
+                Duration::from_millis(1),
+            ),
+        };
+    }
+    if let Some(r) = &raw.retention {
+        let r = &r.value;
+        let d = Retention::default();
+        c.retention = Retention {
+            keep_versions: cx.at_least_one(
+                r.keep_versions.as_ref(),
+                "retention.keep_versions",
+                d.keep_versions,
+            ),
+            keep_days: cx.at_least_one(r.keep_days.as_ref(), "retention.keep_days", d.keep_days),
+        };
+    }
+    if let Some(demo) = &raw.demo {
+        c.demo = cx
+            .socket_addr(&demo.value.listen, "demo.listen")
+            .map(|listen| DemoConfig { listen });
+    }
+    DaemonOutcome {
+        config: c,
+        notifier_names: Some(
+            raw.notifiers
+                .iter()
+                .flatten()
+                .map(|(k, _)| k.clone())
+                .collect(),
+        ),
+        watches_at: Some((cx.file.to_path_buf(), watches_at)),
+    }
+}
+
+/// A watch id, notifier name: `[A-Za-z0-9._-]+`.
+fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Loads every watch file directly in `dir`, sorted by id.
+pub(crate) fn load_watch_dir(
+    dir: &Path,
+    daemon: &DaemonConfig,
+    known: Option<&BTreeSet<String>>,
+    dir_at: Option<(PathBuf, Pos)>,
+    out: &mut Vec<Diagnostic>,
+) -> Vec<Watch> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            let message = if e.kind() == std::io::ErrorKind::NotFound {
+                format!("the watches directory {} does not exist", dir.display())
+            } else {
+                format!(
+                    "cannot read the watches directory {}: {}",
+                    dir.display(),
+                    io_reason(&e)
+                )
+            };
+            let (file, at) = dir_at.unwrap_or_else(|| (dir.to_path_buf(), Pos::default()));
+            out.push(Diagnostic {
+                file,
+                line: at.line,
+                column: at.column,
+                path: "watches".to_owned(),
+                message,
+            });
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml") && p.is_file())
+        .collect();
+    files.sort();
+    let mut watches: Vec<Watch> = Vec::new();
+    let mut ids: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in &files {
+        let Some((watch, id_at)) = load_watch_file(file, daemon, known, out) else {
+            continue;
+        };
+        if let Some(first) = ids.get(&watch.id) {
+            out.push(Diagnostic {
+                file: file.clone(),
+                line: id_at.line,
+                column: id_at.column,
+                path: "id".to_owned(),
+                message: format!(
+                    "watch id `{}` is already used by {}",
+                    watch.id,
+                    first.display()
+                ),
+            });
+            continue;
+        }
+        ids.insert(watch.id.clone(), file.clone());
+        watches.push(watch);
+    }
+    watches.sort_by(|a, b| a.id.cmp(&b.id));
+    watches
+}
+
+/// Loads one watch file: the watch and where its id was set, or `None` after
+/// pushing its diagnostics.
+fn load_watch_file(
+    file: &Path,
+    daemon: &DaemonConfig,
+    known: Option<&BTreeSet<String>>,
+    out: &mut Vec<Diagnostic>,
+) -> Option<(Watch, Pos)> {
+    let text = match read_text(file) {
+        Ok(t) => t,
+        Err(d) => {
+            out.push(d);
+            return None;
+        }
+    };
+    let raw = match serde_saphyr::from_str_with_options::<Option<Sp<RawWatch>>>(
+        &text,
+        serde_saphyr::options! { with_snippet: false },
+    ) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            out.push(Diagnostic {
+                file: file.to_path_buf(),
+                line: 1,
+                column: 1,
+                path: DOCUMENT.to_owned(),
+                message: "the watch file is empty (it needs at least url and schedule)".to_owned(),
+            });
+            return None;
+        }
+        Err(e) => {
+            out.push(tree::diagnostic(file, &text, &e));
+            return None;
+        }
+    };
+    let mut cx = Ctx::new(file);
+    let watch = watch(raw, daemon, known, &mut cx);
+    let ok = cx.diags.is_empty();
+    cx.finish(out);
+    if ok { watch } else { None }
+}
+
+fn watch(
+    raw: Sp<RawWatch>,
+    daemon: &DaemonConfig,
+    known: Option<&BTreeSet<String>>,
+    cx: &mut Ctx,
+) -> Option<(Watch, Pos)> {
+    let root_at = raw.at;
+    let raw = raw.value;
+    let (id, id_at) = match &raw.id {
+        Some(id) => {
+            if !valid_id(&id.value) {
+                cx.err(
+                    id.at,
+                    "id",
+                    format!(
+                        "watch id `{}` may only use A-Z a-z 0-9 . _ - (at least one)",
+                        id.value
+                    ),
+                );
+            }
+            (id.value.clone(), id.at)
+        }
+        None => {
+            let stem = cx
+                .file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !valid_id(&stem) {
+                cx.err(
+                    root_at,
+                    "id",
+                    format!(
+                        "the file name gives the watch id `{stem}`, which may only use A-Z a-z 0-9 . _ -: rename the file or set `id`"
+                    ),
+                );
+            }
+            (stem, root_at)
+        }
+    };
+    let url = page_url(&raw.url, cx);
+    let schedule = schedule(&raw.schedule, cx);
+    let fetch = watch_fetch(raw.fetch.as_ref().map(|f| &f.value), &daemon.fetch, cx);
+    let mut ignore = Vec::new();
+    if let Some(list) = &raw.ignore {
+        for (i, x) in list.value.iter().enumerate() {
+            if cx.xpath(x, &format!("ignore[{i}]")).is_some() {
+                ignore.push(x.value.clone());
+            }
+        }
+    }
+    let mut clips = BTreeMap::new();
+    for (name, clip) in raw.clips.iter().flatten() {
+        let path = join("clips", name);
+        cx.xpath(&clip.value.xpath, &join(&path, "xpath"));
+        clips.insert(
+            name.clone(),
+            Clip {
+                xpath: clip.value.xpath.value.clone(),
+                description: clip.value.description.as_ref().map(|d| d.value.clone()),
+            },
+        );
+    }
+    let mut thresholds = Vec::new();
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    if let Some(list) = &raw.thresholds {
+        for (i, t) in list.value.iter().enumerate() {
+            let path = format!("thresholds[{i}]");
+            if !names.insert(t.value.name.value.clone()) {
+                cx.err(
+                    t.value.name.at,
+                    &join(&path, "name"),
+                    format!(
+                        "threshold name `{}` is used twice in this watch",
+                        t.value.name.value
+                    ),
+                );
+            }
+            thresholds.push(threshold(t, &path, known, cx));
+        }
+    }
+    let on_change = raw.on_change.as_ref().map(|oc| {
+        if oc.value.notify.value.is_empty() {
+            cx.err(
+                oc.value.notify.at,
+                "on_change.notify",
+                "name at least one notifier",
+            );
+        }
+        OnChange {
+            notify: cx.notifiers(&oc.value.notify, "on_change.notify", known),
+            digest: oc.value.digest.as_ref().map(|d| {
+                cx.duration_min(
+                    Some(d),
+                    "on_change.digest",
+                    Duration::from_secs(3600),
+                    Duration::from_secs(1),
+                )
+            }),
+        }
+    });
+    let failures = match &raw.failures {
+        None => FailurePolicy {
+            alert_after: daemon.alerts.failures_before_alert,
+            notify: Vec::new(),
+        },
+        Some(f) => FailurePolicy {
+            alert_after: cx.at_least_one(
+                f.value.alert_after.as_ref(),
+                "failures.alert_after",
+                daemon.alerts.failures_before_alert,
+            ),
+            notify: f
+                .value
+                .notify
+                .as_ref()
+                .map(|n| cx.notifiers(n, "failures.notify", known))
+                .unwrap_or_default(),
+        },
+    };
+    Some((
+        Watch {
+            id,
+            file: cx.file.to_path_buf(),
+            url: url?,
+            title: raw.title.as_ref().map(|t| t.value.clone()),
+            schedule: schedule?,
+            fetch: fetch?,
+            ignore,
+            clips,
+            thresholds: thresholds.into_iter().collect::<Option<Vec<_>>>()?,
+            on_change,
+            failures,
+        },
+        id_at,
+    ))
+}
+
+fn page_url(v: &Sp<String>, cx: &mut Ctx) -> Option<Url> {
+    let url = match Url::parse(v.value.trim()) {
+        Ok(u) => u,
+        Err(e) => {
+            let hint = if e == url::ParseError::RelativeUrlWithoutBase {
+                " (write an absolute URL: https://..., or file:///absolute/path)"
+            } else {
+                ""
+            };
+            cx.err(v.at, "url", format!("invalid URL `{}`: {e}{hint}", v.value));
+            return None;
+        }
+    };
+    match url.scheme() {
+        "http" | "https" => Some(url),
+        "file" => {
+            if url.to_file_path().is_err() {
+                cx.err(
+                    v.at,
+                    "url",
+                    format!(
+                        "`{}` is not a local file URL: write file:///absolute/path",
+                        v.value
+                    ),
+                );
+                return None;
+            }
+            Some(url)
+        }
+        other => {
+            cx.err(
+                v.at,
+                "url",
+                format!("unsupported scheme `{other}`: use http, https or file"),
+            );
+            None
+        }
+    }
+}
+
+fn schedule(s: &Sp<RawSchedule>, cx: &mut Ctx) -> Option<Schedule> {
+    let r = &s.value;
+    let jitter = cx.duration(r.jitter.as_ref(), "schedule.jitter", Duration::ZERO);
+    match (&r.cron, &r.every) {
+        (Some(_), Some(every)) => {
+            cx.err(
+                every.at,
+                "schedule.every",
+                "give exactly one of cron and every",
+            );
+            None
+        }
+        (None, None) => {
+            cx.err(s.at, "schedule", "give exactly one of cron and every");
+            None
+        }
+        (Some(expr), None) => {
+            let cron = match parse_cron(&expr.value) {
+                Ok(c) => Some(c),
+                Err(message) => {
+                    cx.err(expr.at, "schedule.cron", message);
+                    None
+                }
+            };
+            let tz = match &r.timezone {
+                None => Some(chrono_tz::UTC),
+                Some(tz) => match tz.value.trim().parse::<chrono_tz::Tz>() {
+                    Ok(t) => Some(t),
+                    Err(_) => {
+                        cx.err(
+                            tz.at,
+                            "schedule.timezone",
+                            format!(
+                                "unknown time zone `{}`: write an IANA name like Europe/Moscow or UTC",
+                                tz.value
+                            ),
+                        );
+                        None
+                    }
+                },
+            };
+            Some(Schedule::Cron {
+                expr: expr.value.trim().to_owned(),
+                cron: cron?,
+                tz: tz?,
+                jitter,
+            })
+        }
+        (None, Some(every)) => {
+            if let Some(tz) = &r.timezone {
+                cx.err(
+                    tz.at,
+                    "schedule.timezone",
+                    "a time zone applies to cron schedules only",
+                );
+            }
+            let d = cx.duration(Some(every), "schedule.every", Duration::ZERO);
+            if d < Duration::from_secs(1) {
+                if cx.diags.last().is_none_or(|l| l.path != "schedule.every") {
+                    cx.err(every.at, "schedule.every", "must be at least 1s");
+                }
+                return None;
+            }
+            Some(Schedule::Every { every: d, jitter })
+        }
+    }
+}
+
+fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Option<WatchFetch> {
+    let Some(f) = f else {
+        return Some(WatchFetch {
+            max_body: d.max_body,
+            connect_timeout: d.connect_timeout,
+            timeout: d.timeout,
+            max_redirects: d.max_redirects,
+            retries: d.retries,
+            proxy: d.proxy.clone(),
+            headers: Vec::new(),
+            cookies: Vec::new(),
+            auth: None,
+        });
+    };
+    let mut cookies = Vec::new();
+    let mut ok = true;
+    for (name, secret) in f.cookies.iter().flatten() {
+        let path = join("fetch.cookies", name);
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b));
+        if !valid {
+            cx.err(secret.at, &path, format!("invalid cookie name `{name}`"));
+        }
+        match cx.secret(secret, &path) {
+            Some(s) if valid => cookies.push((name.clone(), s)),
+            _ => ok = false,
+        }
+    }
+    let auth = match f.auth.as_ref().map(|a| &a.value) {
+        None => None,
+        Some(RawAuth::Basic { username, password }) => {
+            let password = cx.secret(password, "fetch.auth.basic.password");
+            if username.value.contains(':') {
+                cx.err(
+                    username.at,
+                    "fetch.auth.basic.username",
+                    "a basic-auth user name cannot contain `:`",
+                );
+            }
+            match password {
+                Some(password) => Some(Auth::Basic {
+                    username: username.value.clone(),
+                    password,
+                }),
+                None => {
+                    ok = false;
+                    None
+                }
+            }
+        }
+        Some(RawAuth::Bearer { token }) => match cx.secret(token, "fetch.auth.bearer.token") {
+            Some(token) => Some(Auth::Bearer { token }),
+            None => {
+                ok = false;
+                None
+            }
+        },
+    };
+    let fetch = WatchFetch {
+        max_body: cx.byte_size(f.max_body.as_ref(), "fetch.max_body", d.max_body),
+        connect_timeout: cx.duration_min(
+            f.connect_timeout.as_ref(),
+            "fetch.connect_timeout",
+            d.connect_timeout,
+            Duration::from_millis(1),
+        ),
+        timeout: cx.duration_min(
+            f.timeout.as_ref(),
+            "fetch.timeout",
+            d.timeout,
+            Duration::from_millis(1),
+        ),
+        max_redirects: f
+            .max_redirects
+            .as_ref()
+            .map_or(d.max_redirects, |v| v.value),
+        retries: f.retries.as_ref().map_or(d.retries, |v| v.value),
+        proxy: match &f.proxy {
+            Some(p) => cx.proxy(Some(p), "fetch.proxy"),
+            None => d.proxy.clone(),
+        },
+        headers: cx.headers(f.headers.as_ref(), "fetch.headers"),
+        cookies,
+        auth,
+    };
+    ok.then_some(fetch)
+}
+
+fn finite(v: Option<&Sp<f64>>, path: &str, cx: &mut Ctx) -> Option<f64> {
+    let v = v?;
+    if v.value.is_finite() {
+        Some(v.value)
+    } else {
+        cx.err(v.at, path, "must be a finite number");
+        None
+    }
+}
+
+fn threshold(
+    t: &Sp<RawThreshold>,
+    path: &str,
+    known: Option<&BTreeSet<String>>,
+    cx: &mut Ctx,
+) -> Option<Threshold> {
+    let r = &t.value;
+    let xpath_path = join(path, "xpath");
+    if let Some(ty) = cx.xpath(&r.xpath, &xpath_path)
+        && !matches!(ty, XPathType::NodeSet | XPathType::Number)
+    {
+        cx.err(
+            r.xpath.at,
+            &xpath_path,
+            format!("a threshold XPath must give a node-set or a number, this one gives a {ty}"),
+        );
+    }
+    let above = finite(r.above.as_ref(), &join(path, "above"), cx);
+    let below = finite(r.below.as_ref(), &join(path, "below"), cx);
+    let outside = r.outside.as_ref().and_then(|o| {
+        let p = join(path, "outside");
+        match o.value.as_slice() {
+            [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => Some((*lo, *hi)),
+            [lo, hi] if lo.is_finite() && hi.is_finite() => {
+                cx.err(
+                    o.at,
+                    &p,
+                    format!("the bounds must be [low, high] with low < high, got [{lo}, {hi}]"),
+                );
+                None
+            }
+            [_, _] => {
+                cx.err(o.at, &p, "the bounds must be finite numbers");
+                None
+            }
+            other => {
+                cx.err(
+                    o.at,
+                    &p,
+                    format!("give two bounds [low, high], got {} values", other.len()),
+                );
+                None
+            }
+        }
+    });
+    let change_pct = finite(r.change_pct.as_ref(), &join(path, "change_pct"), cx);
+    if let (Some(c), Some(v)) = (change_pct, &r.change_pct)
+        && c <= 0.0
+    {
+        cx.err(v.at, &join(path, "change_pct"), "must be greater than 0");
+    }
+    if let (Some(a), Some(b), Some(bv)) = (above, below, &r.below)
+        && b >= a
+    {
+        cx.err(
+            bv.at,
+            &join(path, "below"),
+            format!(
+                "below ({b}) must be less than above ({a}), or every value would cross the threshold"
+            ),
+        );
+    }
+    if r.above.is_none() && r.below.is_none() && r.outside.is_none() && r.change_pct.is_none() {
+        cx.err(
+            t.at,
+            path,
+            "give at least one bound: above, below, outside or change_pct",
+        );
+    }
+    let hysteresis = finite(r.hysteresis.as_ref(), &join(path, "hysteresis"), cx).unwrap_or(0.0);
+    if hysteresis < 0.0
+        && let Some(h) = &r.hysteresis
+    {
+        cx.err(h.at, &join(path, "hysteresis"), "must be 0 or more");
+    }
+    let notify = r
+        .notify
+        .as_ref()
+        .map(|n| cx.notifiers(n, &join(path, "notify"), known))
+        .unwrap_or_default();
+    Some(Threshold {
+        name: r.name.value.clone(),
+        xpath: r.xpath.value.clone(),
+        above,
+        below,
+        outside,
+        change_pct,
+        hysteresis,
+        notify,
+        on_return: r.on_return.as_ref().is_none_or(|o| o.value),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_byte_size("20MiB"), Ok(20 * 1024 * 1024));
+        assert_eq!(parse_byte_size("500kB"), Ok(500_000));
+        assert_eq!(parse_byte_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(parse_byte_size("1.5 KiB"), Ok(1536));
+        assert_eq!(parse_byte_size("42"), Ok(42));
+        assert_eq!(parse_byte_size("7 b"), Ok(7));
+        assert!(parse_byte_size("0MiB").is_err());
+        assert!(parse_byte_size("MiB").is_err());
+        assert!(
+            parse_byte_size("5 parsecs")
+                .unwrap_err()
+                .contains("invalid byte size")
+        );
+        assert!(
+            parse_byte_size("99999999TiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn ids() {
+        assert!(valid_id("demo-quotes.v2_x"));
+        assert!(!valid_id(""));
+        assert!(!valid_id("a b"));
+        assert!(!valid_id("котировки"));
+    }
+}

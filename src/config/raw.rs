@@ -1,0 +1,553 @@
+//! The raw file structures: what YAML deserializes into before validation.
+//! Unknown keys are rejected; every value remembers where it was written.
+//! The JSON Schemas in `schema/` are derived from these (doc comments become
+//! descriptions).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+/// A 1-based line and column in a YAML file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Pos {
+    fn from_location(loc: serde_saphyr::Location) -> Pos {
+        Pos {
+            line: usize::try_from(loc.line()).unwrap_or(usize::MAX),
+            column: usize::try_from(loc.column()).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The start of a file.
+    pub const START: Pos = Pos { line: 1, column: 1 };
+}
+
+/// A value with the position it was written at.
+#[derive(Debug, Clone)]
+pub(crate) struct Sp<T> {
+    pub value: T,
+    pub at: Pos,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Sp<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = serde_saphyr::Spanned::<T>::deserialize(d)?;
+        Ok(Sp {
+            value: s.value,
+            at: Pos::from_location(s.referenced),
+        })
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Sp<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// A secret as written: `{env: NAME}`, `{file: PATH}`, or (an error) inline.
+#[derive(Debug, Clone)]
+pub(crate) enum RawSecret {
+    Env(String),
+    File(String),
+    Inline,
+}
+
+impl<'de> Deserialize<'de> for RawSecret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawSecret;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("{env: NAME} or {file: PATH}")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<RawSecret, E> {
+                Ok(RawSecret::Inline)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawSecret, E> {
+                Ok(RawSecret::Inline)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawSecret, E> {
+                Ok(RawSecret::Inline)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawSecret, E> {
+                Ok(RawSecret::Inline)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawSecret, E> {
+                Ok(RawSecret::Inline)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSecret, A::Error> {
+                let mut found: Option<RawSecret> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: String = map.next_value()?;
+                    let secret = match key.as_str() {
+                        "env" => RawSecret::Env(value),
+                        "file" => RawSecret::File(value),
+                        other => {
+                            return Err(de::Error::custom(format!(
+                                "unknown secret source `{other}`: write {{env: NAME}} or {{file: PATH}}"
+                            )));
+                        }
+                    };
+                    if found.is_some() {
+                        return Err(de::Error::custom(
+                            "a secret has exactly one source: {env: NAME} or {file: PATH}",
+                        ));
+                    }
+                    found = Some(secret);
+                }
+                found.ok_or_else(|| {
+                    de::Error::custom("empty secret: write {env: NAME} or {file: PATH}")
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawSecret {
+    fn schema_name() -> Cow<'static, str> {
+        "Secret".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A secret, never inline: read from an environment variable ({env: NAME}) or a file ({file: PATH}, one trailing newline trimmed).",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"env": {"type": "string", "description": "Environment variable name."}},
+                    "required": ["env"],
+                    "additionalProperties": false
+                },
+                {
+                    "type": "object",
+                    "properties": {"file": {"type": "string", "description": "File path."}},
+                    "required": ["file"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
+/// A byte size as written: an integer number of bytes or text like `20MiB`.
+#[derive(Debug, Clone)]
+pub(crate) enum ByteSize {
+    Bytes(u64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a byte size: a number of bytes or text like 20MiB")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                Ok(ByteSize::Text(v.to_owned()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize::Bytes(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                Ok(
+                    u64::try_from(v)
+                        .map_or_else(|_| ByteSize::Text(v.to_string()), ByteSize::Bytes),
+                )
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ByteSize, E> {
+                Ok(ByteSize::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for ByteSize {
+    fn schema_name() -> Cow<'static, str> {
+        "ByteSize".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A byte size: an integer number of bytes, or a number with a unit: B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. \"20MiB\".",
+            "oneOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*([kKmMgGtT][iI]?[bB]|[bB])?\\s*$"}
+            ]
+        })
+    }
+}
+
+/// The daemon file (semclip.yaml): storage, notifiers, defaults and limits. Every key is optional; unknown keys are rejected. Relative paths are relative to this file's directory. Durations are written like "30s", "5m", "1h 30m".
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "semclip daemon file")]
+#[schemars(rename = "Daemon")]
+pub(crate) struct RawDaemon {
+    /// The SQLite store. Default: $STATE_DIRECTORY/semclip.db when STATE_DIRECTORY is set, else semclip.db next to this file.
+    pub database: Option<Sp<String>>,
+    /// The directory of watch files (*.yaml, *.yml). Default: watches.
+    pub watches: Option<Sp<String>>,
+    /// The HTTP server's address, e.g. 127.0.0.1:8080.
+    pub listen: Option<Sp<String>>,
+    /// The mail server; required when any email notifier exists.
+    pub smtp: Option<Sp<RawSmtp>>,
+    /// Notifiers by name; each is exactly one of email, webhook, file.
+    pub notifiers: Option<BTreeMap<String, Sp<RawNotifier>>>,
+    /// API tokens of the HTTP server, by name.
+    pub tokens: Option<BTreeMap<String, Sp<RawToken>>>,
+    /// Fetch settings every watch starts from.
+    pub fetch: Option<Sp<RawFetchDefaults>>,
+    /// Concurrency limits.
+    pub limits: Option<Sp<RawLimits>>,
+    /// When failures become alerts and when undeliverable alerts are given up.
+    pub alerts: Option<Sp<RawAlerts>>,
+    /// How much history to keep per watch.
+    pub retention: Option<Sp<RawRetention>>,
+    /// Serve the bundled demo site.
+    pub demo: Option<Sp<RawDemo>>,
+}
+
+/// The mail server used by email notifiers.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Smtp")]
+pub(crate) struct RawSmtp {
+    /// Host name.
+    pub host: Sp<String>,
+    /// Port. Default by security: starttls 587, tls 465, none 25.
+    pub port: Option<Sp<u16>>,
+    /// Transport security. Default: starttls.
+    pub security: Option<Sp<RawSecurity>>,
+    /// Login user name.
+    pub username: Option<Sp<String>>,
+    /// Login password.
+    pub password: Option<Sp<RawSecret>>,
+    /// The From mailbox, e.g. "semclip <semclip@example.org>".
+    pub from: Sp<String>,
+    /// Timeout of one SMTP step. Default: 30s.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// How the SMTP connection is secured.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Security")]
+pub(crate) enum RawSecurity {
+    /// Plain connection upgraded with STARTTLS (required).
+    Starttls,
+    /// TLS from the first byte (SMTPS).
+    Tls,
+    /// No encryption.
+    None,
+}
+
+/// A notifier: exactly one of email, webhook, file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Notifier")]
+pub(crate) enum RawNotifier {
+    /// Mail through the daemon's smtp server.
+    Email(Sp<RawEmail>),
+    /// An HTTP POST of the alert JSON.
+    Webhook(Sp<RawWebhook>),
+    /// One JSON line per alert appended to a file.
+    File(Sp<RawFileNotifier>),
+}
+
+/// An email notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Email")]
+pub(crate) struct RawEmail {
+    /// Recipient mailboxes, at least one.
+    pub to: Sp<Vec<Sp<String>>>,
+}
+
+/// A webhook notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Webhook")]
+pub(crate) struct RawWebhook {
+    /// The endpoint, http or https.
+    pub url: Sp<String>,
+    /// Key of the X-Semclip-Signature HMAC-SHA256 header.
+    pub secret: Option<Sp<RawSecret>>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
+    /// Extra request headers.
+    pub headers: Option<BTreeMap<String, Sp<String>>>,
+}
+
+/// A file notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "FileNotifier")]
+pub(crate) struct RawFileNotifier {
+    /// The file; created with its directories when missing.
+    pub path: Sp<String>,
+}
+
+/// An API token.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Token")]
+pub(crate) struct RawToken {
+    /// The token value.
+    pub secret: Sp<RawSecret>,
+    /// What it may do, at least one scope.
+    pub scopes: Sp<Vec<RawScope>>,
+}
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Scope")]
+pub(crate) enum RawScope {
+    /// Read clips, watches and history.
+    Read,
+    /// Everything.
+    Admin,
+}
+
+/// Fetch settings every watch starts from.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "FetchDefaults")]
+pub(crate) struct RawFetchDefaults {
+    /// Largest response body accepted. Default: 20MiB.
+    pub max_body: Option<Sp<ByteSize>>,
+    /// Connect timeout. Default: 10s.
+    pub connect_timeout: Option<Sp<String>>,
+    /// Whole-request timeout. Default: 30s.
+    pub timeout: Option<Sp<String>>,
+    /// Redirects followed. Default: 10.
+    pub max_redirects: Option<Sp<usize>>,
+    /// Extra attempts on transient failures. Default: 2.
+    pub retries: Option<Sp<u32>>,
+    /// Proxy URL (http, https, socks5, socks5h).
+    pub proxy: Option<Sp<String>>,
+}
+
+/// Concurrency limits.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
+pub(crate) struct RawLimits {
+    /// Checks in flight, at least 1. Default: 16.
+    pub concurrency: Option<Sp<usize>>,
+    /// Concurrent requests per host, at least 1. Default: 2.
+    pub per_host: Option<Sp<usize>>,
+    /// Minimum time between request starts to one host. Default: 1s.
+    pub host_spacing: Option<Sp<String>>,
+}
+
+/// Alert settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Alerts")]
+pub(crate) struct RawAlerts {
+    /// Consecutive failed checks before one "failing" alert, at least 1. Default: 3.
+    pub failures_before_alert: Option<Sp<u32>>,
+    /// Undeliverable alerts are marked failed after this. Default: 24h.
+    pub give_up_after: Option<Sp<String>>,
+}
+
+/// History retention per watch.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Retention")]
+pub(crate) struct RawRetention {
+    /// Snapshots kept, counting the current one, at least 1. Default: 100.
+    pub keep_versions: Option<Sp<u32>>,
+    /// Days of snapshots and change events kept, at least 1. Default: 90.
+    pub keep_days: Option<Sp<u32>>,
+}
+
+/// The demo site.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Demo")]
+pub(crate) struct RawDemo {
+    /// Where the demo site listens, e.g. 127.0.0.1:8787.
+    pub listen: Sp<String>,
+}
+
+/// A watch file (watches/<id>.yaml): one watched page. Unknown keys are rejected. Durations are written like "30s", "5m", "1h 30m".
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "semclip watch file")]
+#[schemars(rename = "Watch")]
+pub(crate) struct RawWatch {
+    /// The watch id, [A-Za-z0-9._-]+, unique. Default: the file name without extension.
+    pub id: Option<Sp<String>>,
+    /// The page: an http, https or file:// URL (file URLs are absolute).
+    pub url: Sp<String>,
+    /// A title for notifications.
+    pub title: Option<Sp<String>>,
+    /// When the page is checked: exactly one of cron and every.
+    pub schedule: Sp<RawSchedule>,
+    /// Overrides of the daemon's fetch settings, plus headers, cookies and auth.
+    pub fetch: Option<Sp<RawWatchFetch>>,
+    /// XPaths of parts left out of diffs and of the content hash.
+    pub ignore: Option<Sp<Vec<Sp<String>>>>,
+    /// Named clips of the page.
+    pub clips: Option<BTreeMap<String, Sp<RawClip>>>,
+    /// Numeric thresholds.
+    pub thresholds: Option<Sp<Vec<Sp<RawThreshold>>>>,
+    /// Notify on any semantic change.
+    pub on_change: Option<Sp<RawOnChange>>,
+    /// What happens when checks fail.
+    pub failures: Option<Sp<RawFailures>>,
+}
+
+/// When the page is checked: exactly one of cron and every.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Schedule")]
+pub(crate) struct RawSchedule {
+    /// A cron expression: 5 fields (minute hour day month weekday) or 6 (seconds first); L, W and # are allowed.
+    pub cron: Option<Sp<String>>,
+    /// The IANA time zone the cron fields are read in (only with cron). Default: UTC.
+    pub timezone: Option<Sp<String>>,
+    /// A fixed interval, at least 1s.
+    pub every: Option<Sp<String>>,
+    /// A random delay in [0, jitter] added to every run. Default: 0s.
+    pub jitter: Option<Sp<String>>,
+}
+
+/// A watch's fetch settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "WatchFetch")]
+pub(crate) struct RawWatchFetch {
+    /// Extra request headers.
+    pub headers: Option<BTreeMap<String, Sp<String>>>,
+    /// Cookies sent with every request: name -> secret.
+    pub cookies: Option<BTreeMap<String, Sp<RawSecret>>>,
+    /// HTTP authentication: exactly one of basic and bearer.
+    pub auth: Option<Sp<RawAuth>>,
+    /// Largest response body accepted.
+    pub max_body: Option<Sp<ByteSize>>,
+    /// Connect timeout.
+    pub connect_timeout: Option<Sp<String>>,
+    /// Whole-request timeout.
+    pub timeout: Option<Sp<String>>,
+    /// Redirects followed.
+    pub max_redirects: Option<Sp<usize>>,
+    /// Extra attempts on transient failures.
+    pub retries: Option<Sp<u32>>,
+    /// Proxy URL (http, https, socks5, socks5h).
+    pub proxy: Option<Sp<String>>,
+}
+
+/// HTTP authentication.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+#[schemars(rename = "Auth")]
+pub(crate) enum RawAuth {
+    /// Authorization: Basic.
+    Basic {
+        /// User name.
+        username: Sp<String>,
+        /// Password.
+        password: Sp<RawSecret>,
+    },
+    /// Authorization: Bearer.
+    Bearer {
+        /// The token.
+        token: Sp<RawSecret>,
+    },
+}
+
+/// A named part of the page.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Clip")]
+pub(crate) struct RawClip {
+    /// XPath 1.0 over the page's semantic hierarchy.
+    pub xpath: Sp<String>,
+    /// What the clip is.
+    pub description: Option<Sp<String>>,
+}
+
+/// A numeric threshold: at least one of above, below, outside, change_pct.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Threshold")]
+pub(crate) struct RawThreshold {
+    /// Unique within the watch.
+    pub name: Sp<String>,
+    /// XPath 1.0 giving a node-set (the numbers of the selected nodes) or a number.
+    pub xpath: Sp<String>,
+    /// Alarm when the value is above this.
+    pub above: Option<Sp<f64>>,
+    /// Alarm when the value is below this.
+    pub below: Option<Sp<f64>>,
+    /// Alarm when the value is outside [lo, hi], lo < hi.
+    #[schemars(length(equal = 2))]
+    pub outside: Option<Sp<Vec<f64>>>,
+    /// Alarm when |value - previous| / |previous| * 100 >= this (> 0).
+    pub change_pct: Option<Sp<f64>>,
+    /// Absolute margin, in the value's units, before a return to normal (>= 0). Default: 0.
+    pub hysteresis: Option<Sp<f64>>,
+    /// Notifier names from the daemon file.
+    pub notify: Option<Sp<Vec<Sp<String>>>>,
+    /// Also notify when the value returns to normal. Default: true.
+    pub on_return: Option<Sp<bool>>,
+}
+
+/// Notify on any semantic change.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "OnChange")]
+pub(crate) struct RawOnChange {
+    /// Notifier names from the daemon file.
+    pub notify: Sp<Vec<Sp<String>>>,
+    /// At most one message per interval, e.g. 1h.
+    pub digest: Option<Sp<String>>,
+}
+
+/// What happens when checks fail.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Failures")]
+pub(crate) struct RawFailures {
+    /// Consecutive failures before one "failing" alert; overrides alerts.failures_before_alert.
+    pub alert_after: Option<Sp<u32>>,
+    /// Who hears about failing and recovered. Default: nobody (logged only).
+    pub notify: Option<Sp<Vec<Sp<String>>>>,
+}
+
+fn to_json(schema: Schema) -> serde_json::Value {
+    schema.to_value()
+}
+
+/// The JSON Schema of the daemon file (`schema/daemon.schema.json`).
+pub fn daemon_schema() -> serde_json::Value {
+    to_json(schemars::schema_for!(RawDaemon))
+}
+
+/// The JSON Schema of a watch file (`schema/watch.schema.json`).
+pub fn watch_schema() -> serde_json::Value {
+    to_json(schemars::schema_for!(RawWatch))
+}

@@ -1,0 +1,229 @@
+//! Turning a deserialization error into a [`Diagnostic`]: the YAML is read a
+//! second time as a bare tree of positions, and the error's position is looked
+//! up in it to name the field (`thresholds[0].above`).
+
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::MessageFormatter;
+
+use super::Diagnostic;
+use super::raw::{Pos, Sp};
+
+/// The path of the file as a whole.
+pub(crate) const DOCUMENT: &str = "(document)";
+/// The path of a YAML syntax error.
+pub(crate) const SYNTAX: &str = "(syntax)";
+
+/// A YAML node, positions only.
+enum Node {
+    Map(Vec<(Sp<Key>, Sp<Node>)>),
+    Seq(Vec<Sp<Node>>),
+    Scalar,
+}
+
+/// A mapping key as text (`?` for a non-scalar key).
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(Key(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Key, E> {
+                Ok(Key(v.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+                Ok(Key("~".into()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Key, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Key("?".into()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Key, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Key("?".into()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Node;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML node")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_i128<E: de::Error>(self, _: i128) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_u128<E: de::Error>(self, _: u128) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Node, E> {
+                Ok(Node::Scalar)
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Node, D2::Error> {
+                Node::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Node, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = s.next_element::<Sp<Node>>()? {
+                    items.push(item);
+                }
+                Ok(Node::Seq(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Node, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = m.next_key::<Sp<Key>>()? {
+                    let value = m.next_value::<Sp<Node>>()?;
+                    entries.push((key, value));
+                }
+                Ok(Node::Map(entries))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Appends a key to a field path.
+pub(crate) fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The field at `at`: the deepest node starting at or before it.
+/// `whole_mapping`: the error is about the mapping at `at` itself (a missing
+/// field), not about its first key.
+fn path_at(node: &Sp<Node>, at: Pos, whole_mapping: bool, path: &mut String) {
+    match &node.value {
+        Node::Map(entries) => {
+            if whole_mapping && node.at == at {
+                return;
+            }
+            let Some((key, value)) = entries.iter().rev().find(|(k, _)| k.at <= at) else {
+                return;
+            };
+            *path = join(path, &key.value.0);
+            if key.at != at {
+                path_at(value, at, whole_mapping, path);
+            }
+        }
+        Node::Seq(items) => {
+            let Some((i, item)) = items.iter().enumerate().rev().find(|(_, n)| n.at <= at) else {
+                return;
+            };
+            path.push_str(&format!("[{i}]"));
+            path_at(item, at, whole_mapping, path);
+        }
+        Node::Scalar => {}
+    }
+}
+
+/// The message of a serde-saphyr error, without its location suffix.
+fn message_of(e: &serde_saphyr::Error) -> String {
+    serde_saphyr::UserMessageFormatter
+        .format_message(e.without_snippet())
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Where an error is, the start of the file when unknown.
+fn position(e: &serde_saphyr::Error) -> Pos {
+    e.location()
+        .filter(|l| l.line() > 0)
+        .map_or(Pos::START, |l| Pos {
+            line: usize::try_from(l.line()).unwrap_or(usize::MAX),
+            column: usize::try_from(l.column()).unwrap_or(usize::MAX),
+        })
+}
+
+/// A deserialization error of `text` (the contents of `file`) as a diagnostic.
+pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Diagnostic {
+    let message = message_of(e);
+    let at = position(e);
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+        .map(str::to_owned);
+    let path = match serde_saphyr::from_str::<Option<Sp<Node>>>(text) {
+        // The YAML itself does not parse: report the syntax error, which may
+        // lie beyond the place where the typed reading gave up.
+        Err(syntax) => {
+            let at = position(&syntax);
+            return Diagnostic {
+                file: file.to_path_buf(),
+                line: at.line,
+                column: at.column,
+                path: SYNTAX.to_owned(),
+                message: message_of(&syntax),
+            };
+        }
+        Ok(root) => {
+            let mut path = String::new();
+            if let Some(root) = &root {
+                path_at(root, at, missing.is_some(), &mut path);
+            }
+            if let Some(field) = &missing {
+                path = join(&path, field);
+            }
+            if path.is_empty() {
+                DOCUMENT.to_owned()
+            } else {
+                path
+            }
+        }
+    };
+    Diagnostic {
+        file: file.to_path_buf(),
+        line: at.line,
+        column: at.column,
+        path,
+        message,
+    }
+}

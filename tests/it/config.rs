@@ -1,0 +1,570 @@
+//! Configuration: the bundled daemon file and watches load, `semclip validate`
+//! names every problem as `file:line:column: field: message`, the JSON
+//! Schemas in `schema/` match the raw structures and accept every bundled file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use semclip::config::{self, Auth, NotifierConfig, Scope, SmtpSecurity};
+use semclip::schedule::Schedule;
+
+use crate::util::root;
+
+/// The environment the examples' `{env: ...}` secrets need.
+const EXAMPLE_ENV: [(&str, &str); 5] = [
+    ("SMTP_PASSWORD", "smtp-secret"),
+    ("PORTAL_TOKEN", "portal-token"),
+    ("ADMIN_TOKEN", "admin-token"),
+    ("SHOP_SESSION", "shop-session"),
+    ("PORTAL_PASSWORD", "portal-password"),
+];
+
+/// Runs `semclip validate ARGS` in `dir` with extra environment variables.
+fn validate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_semclip"));
+    cmd.arg("validate").args(args).current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.env_remove("STATE_DIRECTORY");
+    cmd.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_bundled_daemon_file_and_watches_validate() {
+    let out = validate(&root(), &[], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "ok: 2 watches");
+    assert!(
+        lines[1].starts_with("demo-news\tcron \"*/30 * * * * *\" in Europe/Moscow\tnext "),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("demo-quotes\tevery 10s\tnext "),
+        "{stdout}"
+    );
+    assert_eq!(lines.len(), 3, "{stdout}");
+}
+
+#[test]
+fn the_bundled_files_load_with_their_values() {
+    let r = root();
+    let loaded = config::load(Some(&r.join("semclip.yaml")), None).unwrap();
+    let d = &loaded.daemon;
+    assert_eq!(d.path.as_deref(), Some(r.join("semclip.yaml").as_path()));
+    assert_eq!(d.watches_dir, r.join("watches"));
+    assert_eq!(
+        d.notifiers["log"],
+        NotifierConfig::File {
+            path: r.join("alerts.jsonl")
+        }
+    );
+    assert_eq!(
+        d.demo.as_ref().unwrap().listen,
+        "127.0.0.1:8787".parse().unwrap()
+    );
+    assert_eq!(d.limits.concurrency, 4);
+    assert_eq!(d.limits.host_spacing, Duration::from_millis(500));
+    // Untouched sections keep their defaults.
+    assert_eq!(d.fetch.max_body, 20 * 1024 * 1024);
+    assert_eq!(d.alerts.failures_before_alert, 3);
+    assert_eq!(d.retention.keep_versions, 100);
+
+    let ids: Vec<&str> = loaded.watches.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["demo-news", "demo-quotes"]);
+    let q = &loaded.watches[1];
+    assert_eq!(q.file, r.join("watches/demo-quotes.yaml"));
+    assert_eq!(q.url.as_str(), "http://127.0.0.1:8787/quotes.html");
+    assert!(
+        matches!(q.schedule, Schedule::Every { every, .. } if every == Duration::from_secs(10))
+    );
+    assert_eq!(q.thresholds.len(), 3);
+    assert_eq!(q.thresholds[0].name, "gazp-high");
+    assert_eq!(q.thresholds[0].above, Some(260.0));
+    assert_eq!(q.thresholds[0].hysteresis, 1.0);
+    assert!(q.thresholds[0].on_return);
+    assert_eq!(q.thresholds[1].outside, Some((290.0, 310.0)));
+    assert_eq!(q.thresholds[2].change_pct, Some(2.0));
+    assert!(!q.thresholds[2].on_return);
+    assert_eq!(q.on_change.as_ref().unwrap().notify, ["log"]);
+    assert_eq!(q.failures.alert_after, 3);
+    assert!(q.failures.notify.is_empty());
+    assert_eq!(q.fetch.timeout, Duration::from_secs(30));
+    let n = &loaded.watches[0];
+    match &n.schedule {
+        Schedule::Cron { tz, expr, .. } => {
+            assert_eq!(*tz, chrono_tz::Europe::Moscow);
+            assert_eq!(expr, "*/30 * * * * *");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        n.on_change.as_ref().unwrap().digest,
+        Some(Duration::from_secs(60))
+    );
+}
+
+/// The demo thresholds select one number each on the bundled quotes page.
+#[test]
+fn the_demo_thresholds_select_numbers_on_the_quotes_page() {
+    let loaded = config::load(Some(&root().join("semclip.yaml")), None).unwrap();
+    let q = loaded
+        .watches
+        .iter()
+        .find(|w| w.id == "demo-quotes")
+        .unwrap();
+    let html = std::fs::read_to_string(root().join("site/quotes.html")).unwrap();
+    let h = semclip::hierarchy::Hierarchy::from_html(&html, None);
+    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
+    let mut values = Vec::new();
+    for t in &q.thresholds {
+        match doc.evaluate(&t.xpath).unwrap() {
+            semclip::xpath::XPathValue::Nodes(nodes) => {
+                assert_eq!(nodes.len(), 1, "{}", t.xpath);
+                values.push(nodes[0].value.clone());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(values, ["251.3", "300.15", "7012.5"]);
+    for clip in q.clips.values().map(|c| &c.xpath).chain(&q.ignore) {
+        assert!(!doc.select_ids(clip).unwrap().is_empty(), "{clip}");
+    }
+}
+
+#[test]
+fn the_examples_validate_with_their_environment() {
+    let out = validate(
+        &root(),
+        &["--config", "examples/semclip.yaml"],
+        &EXAMPLE_ENV,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let ids: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(stdout.lines().next(), Some("ok: 3 watches"));
+    assert_eq!(ids, ["members-report", "moex-shares", "shop-price"]);
+    assert!(
+        stdout.contains(
+            "moex-shares\tcron \"0 */5 9-18 * * MON-FRI\" in Europe/Moscow, jitter 30s\tnext "
+        ),
+        "{stdout}"
+    );
+
+    // Without the environment, each missing variable is named where it is used.
+    let out = validate(&root(), &["--config", "examples/semclip.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for line in [
+        "examples/semclip.yaml:16:13: smtp.password: environment variable SMTP_PASSWORD is not set",
+        "examples/watches/members-report.yaml:16:17: fetch.auth.basic.password: environment variable PORTAL_PASSWORD is not set",
+    ] {
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
+    }
+}
+
+/// The examples, loaded through the library where no environment is needed:
+/// the webhook secret and the bearer token come from a file.
+#[test]
+fn example_secret_files_are_read_and_trimmed() {
+    let out = validate(&root(), &["--config", "examples/semclip.yaml"], &[]);
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("webhook.key"), "{stderr}");
+    let key = std::fs::read_to_string(root().join("examples/secrets/webhook.key")).unwrap();
+    assert!(key.ends_with('\n'));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("watches")).unwrap();
+    std::fs::write(dir.path().join("key"), "s3cret\n").unwrap();
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "smtp: {host: mail.example.org, security: tls, from: \"semclip <s@example.org>\"}\n\
+         notifiers:\n  hook: {webhook: {url: \"https://h.example.org/x\", secret: {file: key}, headers: {X-Team: ops}}}\n  mail: {email: {to: [ops@example.org]}}\n\
+         tokens:\n  t: {secret: {file: key}, scopes: [admin, read, admin]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("watches/w.yml"),
+        "url: file:///srv/page.html\nschedule: {every: 1m}\nfetch: {auth: {bearer: {token: {file: ../key}}}, max_body: 1.5KiB}\n",
+    )
+    .unwrap();
+    let loaded = config::load(Some(&dir.path().join("semclip.yaml")), None).unwrap();
+    let smtp = loaded.daemon.smtp.as_ref().unwrap();
+    assert_eq!(smtp.security, SmtpSecurity::Tls);
+    assert_eq!(smtp.port, 465);
+    assert_eq!(smtp.timeout, Duration::from_secs(30));
+    let NotifierConfig::Webhook(hook) = &loaded.daemon.notifiers["hook"] else {
+        panic!("{:?}", loaded.daemon.notifiers);
+    };
+    let secret = hook.secret.as_ref().unwrap();
+    assert_eq!(secret.expose(), "s3cret");
+    assert_eq!(format!("{secret:?}"), "\"***\"");
+    assert!(!format!("{loaded:?}").contains("s3cret"));
+    assert_eq!(hook.timeout, Duration::from_secs(10));
+    assert_eq!(hook.headers, [("X-Team".to_owned(), "ops".to_owned())]);
+    assert_eq!(
+        loaded.daemon.tokens["t"].scopes,
+        [Scope::Read, Scope::Admin]
+    );
+    let w = &loaded.watches[0];
+    assert_eq!(w.id, "w");
+    assert_eq!(w.url.scheme(), "file");
+    assert_eq!(w.fetch.max_body, 1536);
+    assert!(matches!(&w.fetch.auth, Some(Auth::Bearer { token }) if token.expose() == "s3cret"));
+}
+
+/// Writes `files` (name, contents) under a fresh directory.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, contents) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn validate_names_every_problem_in_every_file() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "notifiers:\n  log: {file: {path: alerts.jsonl}}\n",
+        ),
+        // YAML syntax error: an unclosed flow sequence.
+        (
+            "watches/a-syntax.yaml",
+            "url: http://example.org/\nschedule: {every: 10s}\nignore: [\"//a\"\n",
+        ),
+        (
+            "watches/b-unknown.yaml",
+            "url: http://example.org/\nschedule: {every: 10s}\ntreshold: 5\n",
+        ),
+        (
+            "watches/c-cron.yaml",
+            "url: http://example.org/\nschedule:\n  cron: \"0 25 * * *\"\n",
+        ),
+        (
+            "watches/d-tz.yaml",
+            "url: http://example.org/\nschedule:\n  cron: \"0 9 * * MON-FRI\"\n  timezone: Europe/Moskow\n",
+        ),
+        (
+            "watches/e-xpath.yaml",
+            "url: http://example.org/\nschedule: {every: 1m}\nclips:\n  gazp: {xpath: \"//row[@key='GAZP'/cell\"}\n",
+        ),
+        (
+            "watches/f-notifier.yaml",
+            "url: http://example.org/\nschedule: {every: 1m}\nthresholds:\n  - name: high\n    xpath: //cell/@num\n    above: 300\n    notify: [log, ops-mail]\n",
+        ),
+        (
+            "watches/g-inline.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\nfetch:\n  auth:\n    bearer: {token: hunter2}\n",
+        ),
+        (
+            "watches/h-secret-file.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\nfetch:\n  cookies:\n    session: {file: no-such-secret}\n",
+        ),
+        (
+            "watches/i-fine.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\n",
+        ),
+        ("watches/notes.txt", "not a watch file"),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures",
+        "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
+        "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
+        "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
+        "watches/f-notifier.yaml:7:19: thresholds[0].notify[1]: unknown notifier `ops-mail` (the daemon file defines: log)",
+        "watches/g-inline.yaml:5:21: fetch.auth.bearer.token: secrets are never inline: write {env: NAME} or {file: PATH}",
+        "watches/h-secret-file.yaml:5:14: fetch.cookies.session: cannot read secret file watches/no-such-secret: no such file",
+        "semclip: 8 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
+fn the_daemon_file_problems_come_first_with_their_paths() {
+    let dir = tree(&[
+        (
+            "conf/daemon.yaml",
+            "watches: ../w\nlisten: localhost\nsmtp:\n  host: mail.example.org\n  from: nobody\n  password: plain\n\
+             notifiers:\n  hook: {webhook: {url: \"ftp://h.example.org/\", timeout: soon}}\n  mail: {email: {to: []}}\n\
+             fetch: {max_body: 20 parsecs}\nlimits: {per_host: 0}\nretention: {keep_days: 0}\n",
+        ),
+        (
+            "w/a.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\non_change: {notify: [hook, mail, sms]}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &["--config", "conf/daemon.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "conf/daemon.yaml:2:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080",
+        "conf/daemon.yaml:4:3: smtp.username: a password needs a username",
+        "conf/daemon.yaml:5:9: smtp.from: invalid mailbox `nobody` (Invalid input): write user@example.org or \"Name <user@example.org>\"",
+        "conf/daemon.yaml:6:13: smtp.password: secrets are never inline: write {env: NAME} or {file: PATH}",
+        "conf/daemon.yaml:8:25: notifiers.hook.webhook.url: unsupported scheme `ftp`: use http or https",
+        "conf/daemon.yaml:8:58: notifiers.hook.webhook.timeout: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)",
+        "conf/daemon.yaml:9:22: notifiers.mail.email.to: give at least one mailbox",
+        "conf/daemon.yaml:10:19: fetch.max_body: invalid byte size `20 parsecs`: write a number of bytes or a number with a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
+        "conf/daemon.yaml:11:20: limits.per_host: must be at least 1",
+        "conf/daemon.yaml:12:24: retention.keep_days: must be at least 1",
+        "conf/../w/a.yaml:3:34: on_change.notify[2]: unknown notifier `sms` (the daemon file defines: hook, mail)",
+        "semclip: 11 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
+fn watch_level_checks() {
+    let dir = tree(&[
+        (
+            "watches/bounds.yaml",
+            "id: same\nurl: https://example.org/\nschedule: {every: 500ms, timezone: UTC}\n\
+             thresholds:\n  - name: t\n    xpath: \"count(//row) > 2\"\n  - name: t\n    xpath: //x/@num\n    outside: [5, 1]\n    hysteresis: -1\n    change_pct: 0\n",
+        ),
+        (
+            "watches/dup.yaml",
+            "id: same\nurl: https://example.org/\nschedule: {cron: \"0 9 * * *\", every: 1h}\n",
+        ),
+        (
+            "watches/dup2.yaml",
+            "id: same\nurl: https://example.org/\nschedule: {every: 1h}\n",
+        ),
+        (
+            "watches/bad id.yaml",
+            "url: ftp://example.org/\nschedule: {every: 1h}\n",
+        ),
+        ("watches/empty.yml", "# nothing here\n"),
+        ("watches/missing.yaml", "url: https://example.org/\n"),
+        (
+            "watches/relative.yaml",
+            "url: quotes.html\nschedule: {every: 1h}\n",
+        ),
+        (
+            "watches/seven.yaml",
+            "url: https://example.org/\nschedule: {cron: \"0 0 9 * * * 2030\"}\n",
+        ),
+        (
+            "watches/type.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nthresholds:\n  - name: t\n    xpath: //a\n    above: high\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "watches/bad id.yaml:1:1: id: the file name gives the watch id `bad id`, which may only use A-Z a-z 0-9 . _ -: rename the file or set `id`",
+        "watches/bad id.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file",
+        "watches/bounds.yaml:3:19: schedule.every: must be at least 1s",
+        "watches/bounds.yaml:3:36: schedule.timezone: a time zone applies to cron schedules only",
+        "watches/bounds.yaml:5:5: thresholds[0]: give at least one bound: above, below, outside or change_pct",
+        "watches/bounds.yaml:6:12: thresholds[0].xpath: a threshold XPath must give a node-set or a number, this one gives a boolean",
+        "watches/bounds.yaml:7:11: thresholds[1].name: threshold name `t` is used twice in this watch",
+        "watches/bounds.yaml:9:14: thresholds[1].outside: the bounds must be [low, high] with low < high, got [5, 1]",
+        "watches/bounds.yaml:10:17: thresholds[1].hysteresis: must be 0 or more",
+        "watches/bounds.yaml:11:17: thresholds[1].change_pct: must be greater than 0",
+        "watches/dup.yaml:3:38: schedule.every: give exactly one of cron and every",
+        "watches/empty.yml:1:1: (document): the watch file is empty (it needs at least url and schedule)",
+        "watches/missing.yaml:1:1: schedule: missing field `schedule`",
+        "watches/relative.yaml:1:6: url: invalid URL `quotes.html`: relative URL without a base (write an absolute URL: https://..., or file:///absolute/path)",
+        "watches/seven.yaml:2:18: schedule.cron: a cron expression has 5 fields (minute hour day month weekday) or 6 (seconds first), this one has 7",
+        "watches/type.yaml:6:12: thresholds[0].above: invalid floating point",
+        "semclip: 16 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+
+    // Two valid files with one id: the second is named.
+    let dir = tree(&[
+        (
+            "watches/a.yaml",
+            "id: same\nurl: https://example.org/\nschedule: {every: 1h}\n",
+        ),
+        (
+            "watches/b.yaml",
+            "id: same\nurl: https://example.org/\nschedule: {every: 1h}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(
+        text(&out.stderr).lines().next(),
+        Some("watches/b.yaml:1:5: id: watch id `same` is already used by watches/a.yaml")
+    );
+}
+
+#[test]
+fn a_missing_watches_directory_is_a_problem() {
+    let dir = tree(&[("semclip.yaml", "watches: nowhere\n")]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).lines().next(),
+        Some("semclip.yaml:1:10: watches: the watches directory nowhere does not exist")
+    );
+    // No daemon file, no watches/ directory: the defaults name it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(
+        text(&out.stderr).lines().next(),
+        Some("watches: watches: the watches directory watches does not exist")
+    );
+    // An empty directory is fine.
+    std::fs::create_dir(dir.path().join("watches")).unwrap();
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "ok: 0 watches\n");
+}
+
+#[test]
+fn load_watches_checks_against_a_loaded_daemon() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "notifiers:\n  log: {file: {path: a.jsonl}}\nalerts: {failures_before_alert: 7}\nfetch: {retries: 5, proxy: \"socks5://127.0.0.1:1080\"}\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nfetch: {retries: 0}\nfailures: {notify: [log]}\n",
+        ),
+        (
+            "watches/a.yaml",
+            "id: zz\nurl: https://example.org/\nschedule: {every: 1h}\n",
+        ),
+    ]);
+    let daemon = config::load_daemon(&dir.path().join("semclip.yaml")).unwrap();
+    let watches = config::load_watches(&dir.path().join("watches"), &daemon).unwrap();
+    let ids: Vec<&str> = watches.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["b", "zz"]);
+    assert_eq!(watches[0].fetch.retries, 0);
+    assert_eq!(watches[1].fetch.retries, 5);
+    assert_eq!(
+        watches[1].fetch.proxy.as_deref(),
+        Some("socks5://127.0.0.1:1080")
+    );
+    assert_eq!(watches[0].failures.alert_after, 7);
+    assert_eq!(watches[0].failures.notify, ["log"]);
+
+    std::fs::write(
+        dir.path().join("watches/c.yaml"),
+        "url: https://example.org/\nschedule: {every: 1h}\non_change: {notify: [mail]}\n",
+    )
+    .unwrap();
+    let errs = config::load_watches(&dir.path().join("watches"), &daemon).unwrap_err();
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].file, dir.path().join("watches/c.yaml"));
+    assert_eq!((errs[0].line, errs[0].column), (3, 22));
+    assert_eq!(errs[0].path, "on_change.notify[0]");
+}
+
+// ---------------------------------------------------------------- schemas
+
+/// The schema files, regenerated from the raw structures.
+fn schemas() -> [(PathBuf, serde_json::Value); 2] {
+    [
+        (
+            root().join("schema/daemon.schema.json"),
+            config::daemon_schema(),
+        ),
+        (
+            root().join("schema/watch.schema.json"),
+            config::watch_schema(),
+        ),
+    ]
+}
+
+#[test]
+fn the_schema_files_match_the_raw_structures() {
+    let bless = std::env::var_os("SEMCLIP_BLESS").is_some();
+    for (path, schema) in schemas() {
+        let fresh = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if bless {
+            std::fs::write(&path, &fresh).unwrap();
+            continue;
+        }
+        let shipped = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            shipped == fresh,
+            "{} is out of date with src/config/raw.rs: regenerate it with\n  SEMCLIP_BLESS=1 cargo test --test it config::the_schema_files",
+            path.display()
+        );
+    }
+}
+
+/// A YAML file as JSON.
+fn yaml_as_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_bundled_file_is_valid_against_its_schema() {
+    let [(_, daemon), (_, watch)] = schemas();
+    let daemon = jsonschema::validator_for(&daemon).unwrap();
+    let watch = jsonschema::validator_for(&watch).unwrap();
+    let r = root();
+    let mut checked = 0;
+    for file in [r.join("semclip.yaml"), r.join("examples/semclip.yaml")] {
+        let errors: Vec<String> = daemon
+            .iter_errors(&yaml_as_json(&file))
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+        checked += 1;
+    }
+    for dir in ["watches", "examples/watches"] {
+        for file in yaml_files(&r.join(dir)) {
+            let errors: Vec<String> = watch
+                .iter_errors(&yaml_as_json(&file))
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", file.display());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 7);
+
+    // The schema rejects what the loader rejects: unknown keys, inline secrets.
+    let bad: serde_json::Value =
+        serde_saphyr::from_str("url: https://example.org/\nschedule: {every: 1m}\ntreshold: 5\n")
+            .unwrap();
+    assert!(!watch.is_valid(&bad));
+    let inline: serde_json::Value = serde_saphyr::from_str(
+        "url: https://example.org/\nschedule: {every: 1m}\nfetch: {auth: {bearer: {token: hunter2}}}\n",
+    )
+    .unwrap();
+    assert!(!watch.is_valid(&inline));
+    let ok: serde_json::Value = serde_saphyr::from_str(
+        "url: https://example.org/\nschedule: {every: 1m}\nfetch: {auth: {bearer: {token: {env: T}}}, max_body: 5MiB}\n",
+    )
+    .unwrap();
+    assert!(watch.is_valid(&ok));
+}
