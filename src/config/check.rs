@@ -371,7 +371,7 @@ pub(crate) fn parse_byte_size(text: &str) -> Result<u64, String> {
     } else {
         let x: f64 = number.parse().map_err(|_| bad())?;
         let b = (x * multiplier as f64).round();
-        if !(b < u64::MAX as f64) {
+        if b >= u64::MAX as f64 {
             return Err(format!("byte size `{text}` is too large"));
         }
         b as u64
@@ -508,10 +508,10 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
             },
             |p| p.value,
         );
-        if port == 0 {
-            if let Some(p) = &s.port {
-                cx.err(p.at, "smtp.port", "must be a port number from 1 to 65535");
-            }
+        if port == 0
+            && let Some(p) = &s.port
+        {
+            cx.err(p.at, "smtp.port", "must be a port number from 1 to 65535");
         }
         if s.host.value.trim().is_empty() {
             cx.err(s.host.at, "smtp.host", "must not be empty");

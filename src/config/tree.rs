@@ -137,30 +137,32 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 }
 
 /// The field at `at`: the deepest node starting at or before it.
-/// `whole_mapping`: the error is about the mapping at `at` itself (a missing
-/// field), not about its first key.
-fn path_at(node: &Sp<Node>, at: Pos, whole_mapping: bool, path: &mut String) {
+/// `whole_mapping`: the error is about a mapping itself (a missing field),
+/// which serde reports at the mapping's last key; then the mapping's own
+/// position is returned.
+fn path_at(node: &Sp<Node>, at: Pos, whole_mapping: bool, path: &mut String) -> Option<Pos> {
     match &node.value {
         Node::Map(entries) => {
             if whole_mapping && node.at == at {
-                return;
+                return Some(node.at);
             }
-            let Some((key, value)) = entries.iter().rev().find(|(k, _)| k.at <= at) else {
-                return;
-            };
+            let (key, value) = entries.iter().rev().find(|(k, _)| k.at <= at)?;
+            if whole_mapping && key.at == at {
+                return Some(node.at);
+            }
             *path = join(path, &key.value.0);
-            if key.at != at {
-                path_at(value, at, whole_mapping, path);
+            if key.at == at {
+                None
+            } else {
+                path_at(value, at, whole_mapping, path)
             }
         }
         Node::Seq(items) => {
-            let Some((i, item)) = items.iter().enumerate().rev().find(|(_, n)| n.at <= at) else {
-                return;
-            };
+            let (i, item) = items.iter().enumerate().rev().find(|(_, n)| n.at <= at)?;
             path.push_str(&format!("[{i}]"));
-            path_at(item, at, whole_mapping, path);
+            path_at(item, at, whole_mapping, path)
         }
-        Node::Scalar => {}
+        Node::Scalar => None,
     }
 }
 
@@ -186,7 +188,7 @@ fn position(e: &serde_saphyr::Error) -> Pos {
 /// A deserialization error of `text` (the contents of `file`) as a diagnostic.
 pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Diagnostic {
     let message = message_of(e);
-    let at = position(e);
+    let mut at = position(e);
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())
@@ -206,8 +208,10 @@ pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Di
         }
         Ok(root) => {
             let mut path = String::new();
-            if let Some(root) = &root {
-                path_at(root, at, missing.is_some(), &mut path);
+            if let Some(root) = &root
+                && let Some(mapping) = path_at(root, at, missing.is_some(), &mut path)
+            {
+                at = mapping;
             }
             if let Some(field) = &missing {
                 path = join(&path, field);
@@ -225,5 +229,65 @@ pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Di
         column: at.column,
         path,
         message,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use crate::config::raw::RawWatch;
+
+    fn diag(yaml: &str) -> String {
+        let e = serde_saphyr::from_str::<Option<Sp<RawWatch>>>(yaml).unwrap_err();
+        diagnostic(Path::new("w.yaml"), yaml, &e).to_string()
+    }
+
+    #[test]
+    fn serde_errors_name_their_field() {
+        assert_eq!(
+            diag(
+                "url: u\nschedule: {every: 1s}\nthresholds:\n  - name: a\n    xpath: //a\n  - xpath: //b\n    above: 1\n"
+            ),
+            "w.yaml:6:5: thresholds[1].name: missing field `name`"
+        );
+        assert_eq!(
+            diag("schedule:\n  every: 1s\nfetch:\n  headers:\n    a: b\n"),
+            "w.yaml:1:1: url: missing field `url`"
+        );
+        assert_eq!(
+            diag(
+                "url: u\nschedule: {every: 1s}\nthresholds:\n  - xpath: //b\n    outside: [1, 2]\n"
+            ),
+            "w.yaml:4:5: thresholds[0].name: missing field `name`"
+        );
+        assert_eq!(
+            diag("url: u\nschedule:\n  every: 1s\n  evry: 2s\n"),
+            "w.yaml:4:3: schedule.evry: unknown field `evry`, expected one of cron, timezone, every, jitter"
+        );
+        assert_eq!(
+            diag("url: u\nschedule: {every: 1s}\nclips:\n  c: {xpath: [1, 2]}\n"),
+            "w.yaml:4:14: clips.c.xpath: expected string scalar"
+        );
+        assert_eq!(
+            diag("- url: u\n"),
+            "w.yaml:1:1: (document): expected mapping start"
+        );
+        assert_eq!(
+            diag("url: u\nschedule: {every: 1s\n"),
+            "w.yaml:2:11: (syntax): unclosed bracket '{'"
+        );
+    }
+
+    #[test]
+    fn a_diagnostic_without_position() {
+        let d = Diagnostic {
+            file: "watches".into(),
+            line: 0,
+            column: 0,
+            path: "watches".into(),
+            message: "missing".into(),
+        };
+        assert_eq!(d.to_string(), "watches: watches: missing");
     }
 }
