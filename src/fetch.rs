@@ -159,8 +159,11 @@ impl HostLimiter {
 /// pools.
 #[derive(Debug, Default)]
 pub struct Clients {
-    clients: Mutex<HashMap<(Duration, usize, Option<String>), reqwest::Client>>,
+    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
 }
+
+/// What sets one client apart: connect timeout, redirect limit, proxy.
+type ClientKey = (Duration, usize, Option<String>);
 
 impl Clients {
     /// The client for `opts`, built on first use.

@@ -258,10 +258,10 @@ fn triggered(b: &Bounds, value: f64, previous: Option<f64>) -> Option<String> {
     if let Some((lo, hi)) = b.outside.filter(|&(lo, hi)| value < lo || value > hi) {
         return Some(format!("outside [{}, {}]", fmt(lo), fmt(hi)));
     }
-    if let (Some(pct), Some(change)) = (b.change_pct, change_pct(value, previous)) {
-        if change >= pct {
-            return Some(format!("change ≥ {}%", fmt(pct)));
-        }
+    if let (Some(pct), Some(change)) = (b.change_pct, change_pct(value, previous))
+        && change >= pct
+    {
+        return Some(format!("change ≥ {}%", fmt(pct)));
     }
     None
 }
@@ -308,6 +308,7 @@ pub fn fmt(v: f64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
 

@@ -87,7 +87,7 @@ fn the_bundled_files_load_with_their_values() {
     );
     assert_eq!(q.thresholds.len(), 3);
     assert_eq!(q.thresholds[0].name, "gazp-high");
-    assert_eq!(q.thresholds[0].above, Some(260.0));
+    assert_eq!(q.thresholds[0].above, Some(300.0));
     assert_eq!(q.thresholds[0].hysteresis, 1.0);
     assert!(q.thresholds[0].on_return);
     assert_eq!(q.thresholds[1].outside, Some((290.0, 310.0)));

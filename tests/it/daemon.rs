@@ -243,8 +243,9 @@ fn a_broken_watch_file_stops_run_from_starting_with_validate_s_messages() {
             ),
             (
                 "bad",
-                "url: http://127.0.0.1:9/\nschedule: {cron: \"61 * * * *\"}\nbogus: 1\n".to_owned(),
+                "url: http://127.0.0.1:9/\nschedule: {cron: \"61 * * * *\"}\n".to_owned(),
             ),
+            ("worse", "url: http://127.0.0.1:9/\nbogus: 1\n".to_owned()),
         ],
     );
     let config = dir.join("semclip.yaml");
@@ -262,9 +263,9 @@ fn a_broken_watch_file_stops_run_from_starting_with_validate_s_messages() {
     let messages = String::from_utf8_lossy(&validate.stderr);
     let lines: Vec<&str> = messages
         .lines()
-        .filter(|l| l.contains("bad.yaml:"))
+        .filter(|l| l.contains("bad.yaml:2:") || l.contains("worse.yaml:2:"))
         .collect();
-    assert!(lines.len() >= 2, "{messages}");
+    assert_eq!(lines.len(), 2, "one error in each file: {messages}");
     for line in lines {
         assert!(stderr.contains(line), "run lacks {line:?}:\n{stderr}");
     }
