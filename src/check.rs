@@ -13,6 +13,7 @@
 //! the stored snapshot is used), so an unchanged page costs one hash
 //! comparison.
 
+use crate::error_chain;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -295,21 +296,6 @@ fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
         }
     }
     out
-}
-
-/// An error and its causes on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRequest {

@@ -41,6 +41,10 @@ const RELOAD_SETTLE: Duration = Duration::from_millis(300);
 /// The longest the outbox task sleeps without looking.
 const OUTBOX_POLL: Duration = Duration::from_secs(30);
 
+/// How often retention is applied to every watch (a page that never
+/// changes stores no snapshot, so nothing else would prune it).
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 /// Loads the configuration, or returns every diagnostic as one error.
 pub fn load(config: Option<&Path>, watches: Option<&Path>) -> anyhow::Result<Loaded> {
     config::load(config, watches).map_err(|diagnostics| invalid(&diagnostics))
@@ -155,6 +159,32 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         let give_up = daemon.alerts.give_up_after;
         background.spawn(async move {
             outbox_loop(stores, notifiers, give_up, wake, stop).await;
+        });
+    }
+
+    {
+        let stores = Arc::clone(&stores);
+        let retention = daemon.retention;
+        background.spawn(async move {
+            let mut every = tokio::time::interval(PRUNE_EVERY);
+            loop {
+                every.tick().await;
+                let pruned = stores
+                    .run(move |s| {
+                        let now = SystemTime::now();
+                        Ok((s.prune(&retention, now)?, s.prune_values(&retention, now)?))
+                    })
+                    .await;
+                match pruned {
+                    Ok((p, values)) => tracing::debug!(
+                        snapshots = p.snapshots,
+                        changes = p.changes,
+                        values,
+                        "retention applied"
+                    ),
+                    Err(error) => tracing::error!(error = %format!("{error:#}"), "cannot prune"),
+                }
+            }
         });
     }
 

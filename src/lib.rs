@@ -39,3 +39,19 @@ pub mod xpath;
 /// The version of the hierarchy vocabulary written into every document's
 /// `version` attribute. Bump it only on purpose (see README, "Vocabulary").
 pub const VOCABULARY_VERSION: &str = "1";
+
+/// An error and its causes on one line, `a: b: c`, leaving out a cause
+/// whose text its parent already holds (many wrap their source's message).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}

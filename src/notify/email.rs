@@ -1,6 +1,7 @@
 //! Email notifier: a multipart/alternative message (text and HTML) through
 //! the daemon's SMTP relay, with lettre.
 
+use crate::error_chain;
 use std::fmt::Write as _;
 
 use lettre::message::{Mailbox, MultiPart};
@@ -120,21 +121,6 @@ fn classify(e: &lettre::transport::smtp::Error) -> DeliveryError {
     } else {
         DeliveryError::transient(message)
     }
-}
-
-/// The error and its sources, "a: b: c".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// `[semclip] <summary>` for one alert, `[semclip] <watch>: N alerts` for a

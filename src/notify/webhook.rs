@@ -1,6 +1,7 @@
 //! Webhook notifier: one HTTP POST of `{"version":"1","alerts":[...]}`,
 //! signed with HMAC-SHA256 when a secret is configured.
 
+use crate::error_chain;
 use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -144,21 +145,6 @@ fn request_error(target: &str, timeout: Duration, e: reqwest::Error) -> Delivery
     } else {
         DeliveryError::transient(format!("{target}: {}", error_chain(&e)))
     }
-}
-
-/// The error and its sources, "a: b: c" (reqwest's own Display is terse).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// Hex-encoded HMAC-SHA256 of `body` under `key`.

@@ -545,6 +545,25 @@ impl Store {
         Ok(())
     }
 
+    /// Removes threshold values older than `retention.keep_days` before
+    /// `now`, keeping each threshold's newest value; returns how many went.
+    pub fn prune_values(
+        &mut self,
+        retention: &super::Retention,
+        now: SystemTime,
+    ) -> Result<usize, StoreError> {
+        retention.validate()?;
+        let cutoff = to_millis(now)?
+            .saturating_sub(i64::from(retention.keep_days).saturating_mul(86_400_000));
+        self.conn
+            .execute(
+                "DELETE FROM threshold_value WHERE at < ?1 AND id NOT IN
+                 (SELECT max(id) FROM threshold_value GROUP BY watch, name)",
+                [cutoff],
+            )
+            .map_err(|source| self.db_error("prune threshold values", source))
+    }
+
     fn outbox_query(
         &self,
         tail: &str,

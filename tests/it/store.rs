@@ -1196,3 +1196,109 @@ fn a_killed_writer_leaves_a_whole_database() {
          {killed_with_wal} with a WAL left behind"
     );
 }
+
+// ---------------------------------------------------------------- daemon state
+
+#[test]
+fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait() {
+    use semclip::store::{CheckState, OutboxState, Queued, ThresholdRecord, WatchStatus};
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let queued = |id: &str, notifier: &str, digest: Option<Duration>| Queued {
+        alert_id: id.to_owned(),
+        notifier: notifier.to_owned(),
+        body: format!("{{\"id\":\"{id}\"}}"),
+        digest,
+    };
+    let hour = Some(Duration::from_secs(3600));
+    let state = CheckState {
+        status: WatchStatus {
+            watch: "w".into(),
+            next_run: Some(t0 + Duration::from_secs(60)),
+            etag: Some("\"e1\"".into()),
+            failures: 0,
+            ..WatchStatus::default()
+        },
+        thresholds: vec![ThresholdRecord {
+            name: "high".into(),
+            state: "alarm".into(),
+            value: Some(301.5),
+            node: None,
+            since: t0,
+        }],
+        values: vec![("high".into(), 301.5)],
+        alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
+    };
+    store.record_check("w", t0, None, &state).unwrap();
+    let status = store.status("w").unwrap().unwrap();
+    assert_eq!(status.etag.as_deref(), Some("\"e1\""));
+    assert_eq!(status.next_run, Some(t0 + Duration::from_secs(60)));
+    assert_eq!(store.thresholds("w").unwrap(), state.thresholds);
+    assert_eq!(
+        store.threshold_values("w", "high", 10).unwrap(),
+        [(t0, 301.5)]
+    );
+    let due = store.due_alerts(t0, 10).unwrap();
+    assert_eq!(due.len(), 2, "no digest sent yet: both due now");
+
+    // A failed attempt moves the row; delivery deletes it and starts the digest clock.
+    store
+        .alerts_failed(
+            &[due[0].id],
+            "connection refused",
+            t0 + Duration::from_secs(5),
+            false,
+        )
+        .unwrap();
+    assert_eq!(store.due_alerts(t0, 10).unwrap().len(), 1);
+    store.alerts_delivered(&[due[1].id], t0).unwrap();
+    let later = t0 + Duration::from_secs(10);
+    let again = CheckState {
+        status: state.status.clone(),
+        alerts: vec![queued("a3", "log", hour)],
+        ..CheckState::default()
+    };
+    store.record_check("w", later, None, &again).unwrap();
+    let rows = store.outbox().unwrap();
+    assert_eq!(rows.len(), 2);
+    let a3 = rows.iter().find(|r| r.alert_id == "a3").unwrap();
+    assert_eq!(
+        a3.next_attempt,
+        t0 + Duration::from_secs(3600),
+        "waits for the digest interval"
+    );
+    let a1 = rows.iter().find(|r| r.alert_id == "a1").unwrap();
+    assert_eq!(
+        (a1.attempts, a1.last_error.as_deref()),
+        (1, Some("connection refused"))
+    );
+
+    // Giving up leaves a visible record that is no longer due.
+    store
+        .alerts_failed(&[a1.id], "still refused", later, true)
+        .unwrap();
+    let a1 = store
+        .outbox()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.alert_id == "a1")
+        .unwrap();
+    assert_eq!(a1.state, OutboxState::Failed);
+    assert!(
+        store
+            .due_alerts(later + Duration::from_secs(86_400), 10)
+            .unwrap()
+            .iter()
+            .all(|r| r.alert_id != "a1")
+    );
+
+    // Old values go, the newest stays.
+    let keep = semclip::store::Retention::new(10, 1).unwrap();
+    assert_eq!(
+        store
+            .prune_values(&keep, t0 + Duration::from_secs(3 * 86_400))
+            .unwrap(),
+        0
+    );
+}
