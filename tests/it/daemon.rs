@@ -628,3 +628,44 @@ fn an_alert_queued_while_smtp_and_the_webhook_are_down_is_delivered_once_after_s
     );
     assert_eq!(store(dir).thresholds("quotes").unwrap()[0].state, "alarm");
 }
+
+#[test]
+fn headers_cookies_and_credentials_from_secrets_are_sent() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("session.txt"), "abc123\n").unwrap();
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1h}}\nfetch:\n  headers: {{Accept-Language: ru}}\n  \
+         cookies: {{session: {{file: ../session.txt}}}}\n  \
+         auth: {{bearer: {{token: {{env: SEMCLIP_TEST_TOKEN}}}}}}\n",
+        site.url("/quotes.html")
+    );
+    setup(dir, "", &[("quotes", watch)]);
+    let config = dir.join("semclip.yaml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_semclip"))
+        .args(["check", "--config", config.to_str().unwrap()])
+        .env("SEMCLIP_TEST_TOKEN", "t0ken")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = &site.seen("/quotes.html")[0];
+    let header = |name: &str| {
+        seen.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(header("accept-language").as_deref(), Some("ru"));
+    assert_eq!(header("cookie").as_deref(), Some("session=abc123"));
+    assert_eq!(header("authorization").as_deref(), Some("Bearer t0ken"));
+    assert!(header("user-agent").unwrap().starts_with("semclip/"));
+    // Without the variable the watch is invalid, by name.
+    let out = semclip(&["check", "--config", config.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SEMCLIP_TEST_TOKEN"));
+}

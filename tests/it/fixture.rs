@@ -30,6 +30,8 @@ pub struct Seen {
     pub if_none_match: Option<String>,
     /// The status answered.
     pub status: u16,
+    /// All its headers.
+    pub headers: HeaderMap,
 }
 
 #[derive(Debug, Default)]
@@ -160,6 +162,7 @@ fn log(state: &Mutex<SiteState>, path: &str, headers: &HeaderMap, status: u16) {
         path: path.to_owned(),
         if_none_match,
         status,
+        headers: headers.clone(),
     });
 }
 
