@@ -296,8 +296,9 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
                         let before = watches.len();
                         let mut next: HashMap<String, Arc<Watch>> = HashMap::new();
                         for w in new {
+                            // Display names every setting of a schedule.
                             let changed_schedule = watches.get(&w.id).is_none_or(|old| {
-                                format!("{:?}", old.schedule) != format!("{:?}", w.schedule)
+                                old.schedule.to_string() != w.schedule.to_string()
                             });
                             if changed_schedule {
                                 queue.retain(|(_, id)| id != &w.id);
@@ -400,7 +401,11 @@ fn watch_directory(
     let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<()>();
     let mut watcher =
         match fswatch::recommended_watcher(move |event: fswatch::Result<fswatch::Event>| {
-            if event.is_ok_and(|e| !e.kind.is_access()) {
+            // Only watch files count: a store or editor swap file kept in
+            // the directory must not reload the watches on every write.
+            let is_watch_file =
+                |p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "yaml" || x == "yml");
+            if event.is_ok_and(|e| !e.kind.is_access() && e.paths.iter().any(is_watch_file)) {
                 let _ = raw_tx.send(());
             }
         }) {
