@@ -669,3 +669,36 @@ fn headers_cookies_and_credentials_from_secrets_are_sent() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SEMCLIP_TEST_TOKEN"));
 }
+
+#[test]
+fn sigterm_lets_the_check_in_flight_finish_and_record() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1h}}\nfetch: {{timeout: 3s, retries: 0}}\n",
+        site.url("/silent")
+    );
+    setup(dir, "", &[("slow", watch)]);
+    let daemon = Daemon::start(dir);
+    site.wait_for("/silent", 1, Duration::from_secs(20));
+    let stopping = Instant::now();
+    let status = daemon.stop();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        stopping.elapsed() >= Duration::from_secs(1),
+        "it waited for the check"
+    );
+    let s = store(dir).status("slow").unwrap().unwrap();
+    assert!(
+        s.last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("timed out"),
+        "{s:?}"
+    );
+    assert!(
+        s.next_run.is_some(),
+        "the next run was stored with the check"
+    );
+}
