@@ -702,3 +702,41 @@ fn sigterm_lets_the_check_in_flight_finish_and_record() {
         "the next run was stored with the check"
     );
 }
+
+#[test]
+fn a_restart_keeps_the_schedule_neither_repeating_nor_losing_a_run() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let watch = |every: &str| {
+        format!(
+            "url: {}\nschedule: {{every: {every}}}\n",
+            site.url("/quotes.html")
+        )
+    };
+    setup(dir, "", &[("hourly", watch("1h"))]);
+    let daemon = Daemon::start(dir);
+    site.wait_for("/quotes.html", 1, Duration::from_secs(20));
+    daemon.wait_log("hourly: first snapshot stored", Duration::from_secs(20));
+    assert_eq!(daemon.stop().code(), Some(0));
+    // Restarted within the hour: the run is not repeated.
+    let daemon = Daemon::start(dir);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(site.seen("/quotes.html").len(), 1, "{}", daemon.log());
+    assert_eq!(daemon.stop().code(), Some(0));
+    // A run that fell due while the daemon was down happens once at start.
+    let mut s = store(dir);
+    let mut status = s.status("hourly").unwrap().unwrap();
+    status.next_run = Some(std::time::SystemTime::now() - Duration::from_secs(7200));
+    s.set_status(&status).unwrap();
+    drop(s);
+    let daemon = Daemon::start(dir);
+    site.wait_for("/quotes.html", 2, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        site.seen("/quotes.html").len(),
+        2,
+        "once, not once per missed slot"
+    );
+    assert_eq!(daemon.stop().code(), Some(0));
+}
