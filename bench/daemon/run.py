@@ -369,8 +369,8 @@ def bench_cdio(work, base, n, results, timeout):
         log(r)
         if not done:
             return
-        before = {u: w["last_checked"] for u, w in api(cd, "/api/v1/watch", key).items()}
         time.sleep(1.1)  # last_checked has 1 s resolution
+        before = {u: w["last_checked"] for u, w in api(cd, "/api/v1/watch", key).items()}
         cpu0, _, _ = tree_sample(p.pid)
         peak[0] = 0.0
         t0 = time.monotonic()
