@@ -341,14 +341,22 @@ def bench_cdio(work, base, n, results, timeout):
             """Polls the watch list until pred holds for all; returns (done, count)."""
             last_poll = 0.0
             count = 0
+            errors = []
             while True:
                 time.sleep(0.2)
                 sample()
                 now = time.monotonic()
                 if now - last_poll >= 3.0:
                     last_poll = now
-                    watches = [w for w in api(cd, "/api/v1/watch", key).values()
-                               if w["url"].startswith(base + "/p/")]
+                    try:
+                        listing = api(cd, "/api/v1/watch", key)
+                    except urllib.error.HTTPError as e:
+                        # The listing iterates the watches while the import
+                        # thread adds to them: "dictionary changed size during
+                        # iteration" is a 500. Ask again at the next poll.
+                        errors.append(e.code)
+                        continue
+                    watches = [w for w in listing.values() if w["url"].startswith(base + "/p/")]
                     count = sum(1 for w in watches if pred(w))
                     if len(watches) == n and count == n:
                         return True, count
