@@ -655,28 +655,18 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     }
     if let Some(f) = &raw.fetch {
         let f = &f.value;
-        let d = FetchDefaults::default();
-        c.fetch = FetchDefaults {
-            max_body: cx.byte_size(f.max_body.as_ref(), "fetch.max_body", d.max_body),
-            connect_timeout: cx.duration_min(
-                f.connect_timeout.as_ref(),
-                "fetch.connect_timeout",
-                d.connect_timeout,
-                Duration::from_millis(1),
-            ),
-            timeout: cx.duration_min(
-                f.timeout.as_ref(),
-                "fetch.timeout",
-                d.timeout,
-                Duration::from_millis(1),
-            ),
-            max_redirects: f
-                .max_redirects
-                .as_ref()
-                .map_or(d.max_redirects, |v| v.value),
-            retries: f.retries.as_ref().map_or(d.retries, |v| v.value),
-            proxy: cx.proxy(f.proxy.as_ref(), "fetch.proxy"),
-        };
+        c.fetch = fetch_settings(
+            FetchFields {
+                max_body: f.max_body.as_ref(),
+                connect_timeout: f.connect_timeout.as_ref(),
+                timeout: f.timeout.as_ref(),
+                max_redirects: f.max_redirects.as_ref(),
+                retries: f.retries.as_ref(),
+                proxy: f.proxy.as_ref(),
+            },
+            &FetchDefaults::default(),
+            cx,
+        );
     }
     if let Some(l) = &raw.limits {
         let l = &l.value;
@@ -1101,6 +1091,41 @@ fn schedule(s: &Sp<RawSchedule>, cx: &mut Ctx) -> Option<Schedule> {
     }
 }
 
+/// The fetch settings a daemon file's `fetch` and a watch file's share.
+struct FetchFields<'a> {
+    max_body: Option<&'a Sp<ByteSize>>,
+    connect_timeout: Option<&'a Sp<String>>,
+    timeout: Option<&'a Sp<String>>,
+    max_redirects: Option<&'a Sp<usize>>,
+    retries: Option<&'a Sp<u32>>,
+    proxy: Option<&'a Sp<String>>,
+}
+
+/// `f` checked, each setting falling back to `d`'s when absent.
+fn fetch_settings(f: FetchFields<'_>, d: &FetchDefaults, cx: &mut Ctx) -> FetchDefaults {
+    FetchDefaults {
+        max_body: cx.byte_size(f.max_body, "fetch.max_body", d.max_body),
+        connect_timeout: cx.duration_min(
+            f.connect_timeout,
+            "fetch.connect_timeout",
+            d.connect_timeout,
+            Duration::from_millis(1),
+        ),
+        timeout: cx.duration_min(
+            f.timeout,
+            "fetch.timeout",
+            d.timeout,
+            Duration::from_millis(1),
+        ),
+        max_redirects: f.max_redirects.map_or(d.max_redirects, |v| v.value),
+        retries: f.retries.map_or(d.retries, |v| v.value),
+        proxy: match f.proxy {
+            Some(p) => cx.proxy(Some(p), "fetch.proxy"),
+            None => d.proxy.clone(),
+        },
+    }
+}
+
 fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Option<WatchFetch> {
     let Some(f) = f else {
         return Some(WatchFetch {
@@ -1161,29 +1186,25 @@ fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Op
             }
         },
     };
-    let fetch = WatchFetch {
-        max_body: cx.byte_size(f.max_body.as_ref(), "fetch.max_body", d.max_body),
-        connect_timeout: cx.duration_min(
-            f.connect_timeout.as_ref(),
-            "fetch.connect_timeout",
-            d.connect_timeout,
-            Duration::from_millis(1),
-        ),
-        timeout: cx.duration_min(
-            f.timeout.as_ref(),
-            "fetch.timeout",
-            d.timeout,
-            Duration::from_millis(1),
-        ),
-        max_redirects: f
-            .max_redirects
-            .as_ref()
-            .map_or(d.max_redirects, |v| v.value),
-        retries: f.retries.as_ref().map_or(d.retries, |v| v.value),
-        proxy: match &f.proxy {
-            Some(p) => cx.proxy(Some(p), "fetch.proxy"),
-            None => d.proxy.clone(),
+    let base = fetch_settings(
+        FetchFields {
+            max_body: f.max_body.as_ref(),
+            connect_timeout: f.connect_timeout.as_ref(),
+            timeout: f.timeout.as_ref(),
+            max_redirects: f.max_redirects.as_ref(),
+            retries: f.retries.as_ref(),
+            proxy: f.proxy.as_ref(),
         },
+        d,
+        cx,
+    );
+    let fetch = WatchFetch {
+        max_body: base.max_body,
+        connect_timeout: base.connect_timeout,
+        timeout: base.timeout,
+        max_redirects: base.max_redirects,
+        retries: base.retries,
+        proxy: base.proxy,
         headers: cx.headers(f.headers.as_ref(), "fetch.headers"),
         cookies,
         auth,
