@@ -31,6 +31,7 @@ pub mod outbox;
 pub mod output;
 pub mod refresh;
 pub mod schedule;
+pub mod serve;
 pub mod source;
 pub mod store;
 pub mod threshold;

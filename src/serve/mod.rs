@@ -1,0 +1,3 @@
+//! The clip server: clips, feeds, the JSON API and the status pages over HTTP.
+
+pub mod view;

@@ -1,0 +1,106 @@
+//! What the status pages show, gathered from the store and the watches by
+//! the handlers and handed to [`super::pages`] to render. Plain data: no
+//! store access, no HTML.
+
+use std::time::SystemTime;
+
+/// The state of a watch as the overview shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// Never checked yet.
+    Pending,
+    /// The last check succeeded.
+    Ok,
+    /// The last check failed (`failures` in a row).
+    Failing,
+    /// In the store but no longer in the watch files.
+    Removed,
+}
+
+/// One watch in the overview (and at the top of its own page).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchRow {
+    /// The watch id (also the path segment of its URLs).
+    pub id: String,
+    /// Its title, when the watch file gives one.
+    pub title: Option<String>,
+    /// The watched page.
+    pub url: String,
+    /// Its state.
+    pub health: Health,
+    /// The last check (success or failure).
+    pub last_check: Option<SystemTime>,
+    /// The last semantic change (or the first snapshot).
+    pub last_change: Option<SystemTime>,
+    /// When it runs next.
+    pub next_run: Option<SystemTime>,
+    /// Consecutive failed checks.
+    pub failures: u32,
+    /// The last error, while failing.
+    pub last_error: Option<String>,
+    /// Thresholds currently in alarm.
+    pub alarms: usize,
+    /// Thresholds defined.
+    pub thresholds: usize,
+}
+
+/// One named clip on a watch page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClipView {
+    /// The clip name.
+    pub name: String,
+    /// Its description, when given.
+    pub description: Option<String>,
+    /// The XPath that selects it.
+    pub xpath: String,
+    /// The clip rendered by its HTML stylesheet, already sanitized: safe to
+    /// insert as is. `None` when it could not be rendered (see `error`).
+    pub html: Option<String>,
+    /// Why it could not be rendered (no snapshot yet, selects nothing, ...).
+    pub error: Option<String>,
+}
+
+/// One semantic change on a watch page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeView {
+    /// When it was found.
+    pub at: SystemTime,
+    /// `update`, `insert`, `delete`, `move`, `first`, ...
+    pub kind: String,
+    /// The change in data terms, one line (as `semclip diff` prints it).
+    pub line: String,
+}
+
+/// One threshold on a watch page, with its value history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThresholdView {
+    /// The threshold name.
+    pub name: String,
+    /// Its XPath.
+    pub xpath: String,
+    /// The bounds in words (`above 300 (hysteresis 1)`).
+    pub bounds: String,
+    /// `normal`, `alarm`, `lost`, or `unknown` before the first check.
+    pub state: String,
+    /// The last value read.
+    pub value: Option<f64>,
+    /// Since when it is in this state.
+    pub since: Option<SystemTime>,
+    /// Bound lines to draw on the chart (the `above`/`below`/`outside` values).
+    pub lines: Vec<f64>,
+    /// The value history, oldest first.
+    pub history: Vec<(SystemTime, f64)>,
+}
+
+/// Everything a watch's own page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchPage {
+    /// The summary, as in the overview.
+    pub row: WatchRow,
+    /// Its clips, in name order.
+    pub clips: Vec<ClipView>,
+    /// Its recent semantic changes, newest first.
+    pub changes: Vec<ChangeView>,
+    /// Its thresholds, in file order.
+    pub thresholds: Vec<ThresholdView>,
+}
