@@ -150,6 +150,8 @@ pub struct CheckReport {
     /// Each threshold's level and value after the check (empty when not
     /// evaluated).
     pub thresholds: Vec<(String, Level, Option<f64>)>,
+    /// How long the fetch took (retries and per-host waits included).
+    pub fetch_time: Duration,
 }
 
 /// Runs one check of `watch` at `now`. `next_run` is stored as the watch's
@@ -182,7 +184,9 @@ pub async fn check(
     // Validators only when there is a snapshot to fall back on.
     let validators = current_hash.is_some();
     let request = page_request(watch, &status, validators);
+    let started = std::time::Instant::now();
     let fetched = fetch::fetch(&engine.clients, &engine.limiter, &request).await;
+    let fetch_time = started.elapsed();
 
     let stores = Arc::clone(&engine.stores);
     let watch = Arc::clone(watch);
@@ -254,6 +258,7 @@ pub async fn check(
                     outcome,
                     alerts: work.alerts,
                     thresholds: levels,
+                    fetch_time,
                 })
             })
             .map_err(|e| CheckError::Store(Box::new(e)))
@@ -356,7 +361,8 @@ fn rfc3339(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-fn bounds_of(t: &Threshold) -> Bounds {
+/// The bounds of a configured threshold.
+pub fn bounds_of(t: &Threshold) -> Bounds {
     Bounds {
         above: t.above,
         below: t.below,

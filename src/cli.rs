@@ -34,6 +34,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Run the monitoring daemon on the watches directory.
     Run(RunArgs),
+    /// Serve clips, feeds, the API and status pages from the store, without checking.
+    Serve(ServeArgs),
     /// Check the daemon file and every watch file (exit 0 valid, 2 problems).
     Validate(ValidateArgs),
 }
@@ -63,6 +65,17 @@ impl ConfigArgs {
 /// Arguments of `semclip run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Arguments of `semclip serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: the daemon file's `listen`].
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,

@@ -120,6 +120,8 @@ enum Event {
         Box<Result<CheckReport, check::CheckError>>,
     ),
     Reload,
+    /// A client asked for a check now (the API's `check`).
+    CheckNow(String),
     Stop,
 }
 
@@ -138,7 +140,51 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         "semclip starting"
     );
 
+    let metrics = Arc::new(crate::metrics::Metrics::new());
+    let stop_server = Arc::new(Notify::new());
+    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let mut background = JoinSet::new();
+    // The clip server, when `listen` is set. Binding fails before anything
+    // else starts: a daemon that cannot serve what it was told to is not
+    // half-started.
+    let server = match daemon.listen {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("refusing to start: cannot listen on {addr}"))?;
+            let local = listener.local_addr().unwrap_or(addr);
+            // The server's check-now queue, forwarded into the scheduler's
+            // events; the forwarder ends when the server is dropped.
+            let (check_tx, mut check_rx) = mpsc::unbounded_channel::<String>();
+            let forward = events_tx.clone();
+            tokio::spawn(async move {
+                while let Some(id) = check_rx.recv().await {
+                    if forward.send(Event::CheckNow(id)).is_err() {
+                        return;
+                    }
+                }
+            });
+            let server = crate::serve::Server::new(
+                Arc::clone(&daemon),
+                loaded.watches.iter().cloned().map(Arc::new).collect(),
+                Arc::clone(&stores),
+                Arc::clone(&metrics),
+                Some(check_tx),
+                local,
+            );
+            let s = Arc::clone(&server);
+            let stop = Arc::clone(&stop_server);
+            background.spawn(async move {
+                let shutdown = async move { stop.notified().await };
+                if let Err(error) = crate::serve::serve(listener, s, shutdown).await {
+                    tracing::error!(%error, "the HTTP server failed");
+                }
+            });
+            tracing::info!(addr = %local, "serving clips, feeds, the API and status pages");
+            Some(server)
+        }
+    };
     if let Some(demo) = &daemon.demo {
         let addr = demo.listen;
         background.spawn(async move {
@@ -157,8 +203,9 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         let wake = Arc::clone(&wake_outbox);
         let stop = Arc::clone(&stop_outbox);
         let give_up = daemon.alerts.give_up_after;
+        let metrics = Arc::clone(&metrics);
         background.spawn(async move {
-            outbox_loop(stores, notifiers, give_up, wake, stop).await;
+            outbox_loop(stores, notifiers, give_up, wake, stop, metrics).await;
         });
     }
 
@@ -188,7 +235,6 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         });
     }
 
-    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     spawn_signals(events_tx.clone())?;
     let _watcher = watch_directory(&daemon.watches_dir, events_tx.clone());
 
@@ -262,6 +308,14 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
                 in_flight.remove(&id);
                 match *report {
                     Ok(report) => {
+                        metrics.checked(&report);
+                        if let (Some(server), PageOutcome::First | PageOutcome::Changed(_)) =
+                            (&server, &report.outcome)
+                        {
+                            // Clips follow the new snapshot at once.
+                            let server = Arc::clone(server);
+                            tokio::spawn(async move { server.poll().await });
+                        }
                         let line = describe(&report);
                         if matches!(report.outcome, PageOutcome::Failed(_)) {
                             tracing::warn!("{line}");
@@ -315,10 +369,20 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
                         }
                         queue.retain(|(_, id)| next.contains_key(id));
                         tracing::info!(before, after = next.len(), "watches reloaded");
+                        if let Some(server) = &server {
+                            server.set_watches(next.values().cloned().collect());
+                        }
                         watches = next;
                     }
                 }
                 let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+            }
+            Some(Event::CheckNow(id)) => {
+                if watches.contains_key(&id) && !in_flight.contains(&id) {
+                    queue.retain(|(_, q)| q != &id);
+                    queue.insert((SystemTime::now(), id.clone()));
+                    tracing::info!(watch = %id, "check requested");
+                }
             }
             Some(Event::Stop) => break,
         }
@@ -338,6 +402,19 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         checks.abort_all();
     }
     stop_outbox.notify_one();
+    stop_server.notify_one();
+    // Requests in flight get a moment to finish.
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(task) = background.join_next().await {
+            if task.is_err() {
+                continue;
+            }
+            if server.is_none() {
+                break;
+            }
+        }
+    })
+    .await;
     background.abort_all();
     tracing::info!("stopped");
     Ok(())
@@ -349,12 +426,15 @@ async fn outbox_loop(
     give_up: Duration,
     wake: Arc<Notify>,
     stop: Arc<Notify>,
+    metrics: Arc<crate::metrics::Metrics>,
 ) {
     loop {
-        if let Err(error) =
-            outbox::deliver_due(&stores, &notifiers, give_up, SystemTime::now()).await
-        {
-            tracing::error!(error = %format!("{error:#}"), "outbox round failed");
+        match outbox::deliver_due(&stores, &notifiers, give_up, SystemTime::now()).await {
+            Ok(round) => {
+                metrics.alerts_sent.inc_by(round.delivered as u64);
+                metrics.alerts_failed.inc_by(round.given_up as u64);
+            }
+            Err(error) => tracing::error!(error = %format!("{error:#}"), "outbox round failed"),
         }
         let next = stores.run(|s| s.next_alert_due()).await.ok().flatten();
         let sleep = next

@@ -25,6 +25,7 @@ pub mod document;
 pub mod dom;
 pub mod fetch;
 pub mod hierarchy;
+pub mod metrics;
 pub mod notify;
 pub mod number;
 pub mod outbox;

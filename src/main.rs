@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     // html5ever logs the page's own markup errors ("foster parenting not
     // implemented") as warnings: about the page, not semclip, so they show
     // only at debug and trace. RUST_LOG overrides all of this.
-    let default_level = if matches!(cli.command, Command::Run(_)) {
+    let default_level = if matches!(cli.command, Command::Run(_) | Command::Serve(_)) {
         "info"
     } else {
         "warn"
@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
             Command::Check(args) => commands::check::run(args, &mut out).await,
             Command::Run(args) => commands::run::run(args).await,
+            Command::Serve(args) => commands::serve::run(args).await,
             Command::Validate(args) => commands::validate::run(args, &mut out),
         }
     });

@@ -136,7 +136,7 @@ fn node_xml(out: &mut String, n: &HNode, depth: usize, indent: bool) {
     out.push('>');
 }
 
-fn attr(out: &mut String, name: &str, value: &str) {
+pub(crate) fn attr(out: &mut String, name: &str, value: &str) {
     out.push(' ');
     out.push_str(name);
     out.push_str("=\"");

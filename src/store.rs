@@ -646,6 +646,22 @@ impl Store {
             .map_err(|source| watch_error(watch, "read the current hash of", source))
     }
 
+    /// Every watch's current snapshot id, ordered by watch. Reads an index
+    /// only: the clip server polls it to notice new snapshots.
+    pub fn current_ids(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT watch, max(id) FROM snapshot GROUP BY watch ORDER BY watch")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: "read the current snapshot ids".to_owned(),
+                source,
+            })
+    }
+
     /// The current snapshot, decompressed, or `None` for an unknown watch.
     pub fn current(&self, watch: &str) -> Result<Option<Snapshot>, StoreError> {
         let row = self

@@ -10,13 +10,13 @@ use url::Url;
 
 use super::raw::{
     ByteSize, Pos, RawAuth, RawDaemon, RawNotifier, RawSchedule, RawScope, RawSecret, RawSecurity,
-    RawThreshold, RawWatch, RawWatchFetch, Sp,
+    RawServer, RawThreshold, RawWatch, RawWatchFetch, Sp,
 };
 use super::tree::{self, DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DaemonConfig, DemoConfig, Diagnostic, FailurePolicy, FetchDefaults,
     Limits, NotifierConfig, OnChange, Scope, Secret, SmtpConfig, SmtpSecurity, Threshold,
-    TokenConfig, Watch, WatchFetch, WebhookConfig,
+    ServerConfig, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::schedule::{Schedule, parse_cron};
 use crate::store::Retention;
@@ -270,17 +270,25 @@ impl<'a> Ctx<'a> {
                 self.err(value.at, &p, format!("invalid header name `{name}`"));
                 continue;
             }
-            if reqwest::header::HeaderValue::from_str(&value.value).is_err() {
-                self.err(
-                    value.at,
-                    &p,
-                    "invalid header value: only visible ASCII, spaces and tabs",
-                );
-                continue;
+            if let Some(v) = self.header_value(value, &p) {
+                out.push((name.clone(), v));
             }
-            out.push((name.clone(), value.value.clone()));
         }
         out
+    }
+
+    /// A header value (visible ASCII, spaces and tabs, not empty).
+    fn header_value(&mut self, value: &Sp<String>, path: &str) -> Option<String> {
+        let v = value.value.trim();
+        if v.is_empty() || reqwest::header::HeaderValue::from_str(v).is_err() {
+            self.err(
+                value.at,
+                path,
+                "invalid header value: only visible ASCII, spaces and tabs",
+            );
+            return None;
+        }
+        Some(v.to_owned())
     }
 
     fn xpath(&mut self, v: &Sp<String>, path: &str) -> Option<XPathType> {
@@ -421,6 +429,7 @@ pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfi
             .map_or_else(|| base.join("semclip.db"), |d| d.join("semclip.db")),
         watches_dir: base.join("watches"),
         listen: None,
+        server: ServerConfig::defaults(base),
         smtp: None,
         notifiers: BTreeMap::new(),
         tokens: BTreeMap::new(),
@@ -493,6 +502,9 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
         .listen
         .as_ref()
         .and_then(|l| cx.socket_addr(l, "listen"));
+    if let Some(server) = &raw.server {
+        server_settings(&server.value, &mut c.server, cx);
+    }
     if let Some(smtp) = &raw.smtp {
         let s = &smtp.value;
         let security = match s.security.as_ref().map(|s| s.value) {
@@ -733,6 +745,82 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
 }
 
 /// A watch id, notifier name: `[A-Za-z0-9._-]+`.
+/// The `server` section over its defaults.
+fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
+    if let Some(u) = &raw.public_url {
+        match Url::parse(u.value.trim()) {
+            Ok(url)
+                if matches!(url.scheme(), "http" | "https")
+                    && url.query().is_none()
+                    && url.fragment().is_none()
+                    && url.host().is_some() =>
+            {
+                c.public_url = Some(url);
+            }
+            Ok(_) => cx.err(
+                u.at,
+                "server.public_url",
+                "use an http or https URL without query or fragment",
+            ),
+            Err(e) => cx.err(
+                u.at,
+                "server.public_url",
+                format!("invalid URL `{}`: {e}", u.value),
+            ),
+        }
+    }
+    if let Some(x) = &raw.xslt {
+        c.xslt = cx.path(&x.value);
+    }
+    for (i, o) in raw.cors_origins.iter().flat_map(|v| v.value.iter()).enumerate() {
+        let origin = o.value.trim();
+        let ok = origin == "*"
+            || Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && !origin.ends_with('/')
+                    && u.query().is_none()
+                    && u.fragment().is_none()
+            });
+        if ok {
+            c.cors_origins.push(origin.to_owned());
+        } else {
+            cx.err(
+                o.at,
+                &format!("server.cors_origins[{i}]"),
+                format!(
+                    "`{origin}` is not an origin: write SCHEME://HOST[:PORT] (no path), or \"*\""
+                ),
+            );
+        }
+    }
+    c.max_in_flight = cx.at_least_one(
+        raw.max_in_flight.as_ref(),
+        "server.max_in_flight",
+        c.max_in_flight,
+    );
+    c.request_timeout = cx.duration_min(
+        raw.request_timeout.as_ref(),
+        "server.request_timeout",
+        c.request_timeout,
+        Duration::from_millis(1),
+    );
+    if let Some(cc) = &raw.cache_control {
+        c.cache_control = cx.header_value(cc, "server.cache_control");
+    }
+}
+
+/// A clip name: a URL path segment.
+fn valid_clip_name(s: &str) -> bool {
+    valid_id(s)
+}
+
+/// A stylesheet name: a plain file name ending in `.xsl`.
+fn valid_stylesheet(s: &str) -> bool {
+    s.len() > 4 && s.ends_with(".xsl") && valid_id(s) && !s.starts_with('.')
+}
+
 fn valid_id(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
@@ -899,12 +987,50 @@ fn watch(
     let mut clips = BTreeMap::new();
     for (name, clip) in raw.clips.iter().flatten() {
         let path = join("clips", name);
+        if !valid_clip_name(name) {
+            cx.err(
+                clip.at,
+                &path,
+                format!("clip name `{name}` may only use A-Z a-z 0-9 . _ -"),
+            );
+        }
         cx.xpath(&clip.value.xpath, &join(&path, "xpath"));
+        let stylesheet = clip.value.stylesheet.as_ref().and_then(|s| {
+            let name = s.value.trim();
+            if !valid_stylesheet(name) {
+                cx.err(
+                    s.at,
+                    &join(&path, "stylesheet"),
+                    format!("`{name}` is not a stylesheet name: a file name ending in .xsl (A-Z a-z 0-9 . _ -), no directories"),
+                );
+                return None;
+            }
+            if !daemon.server.xslt.join(name).is_file() {
+                cx.err(
+                    s.at,
+                    &join(&path, "stylesheet"),
+                    format!(
+                        "no stylesheet `{name}` in {}",
+                        daemon.server.xslt.display()
+                    ),
+                );
+                return None;
+            }
+            Some(name.to_owned())
+        });
+        let cache_control = clip
+            .value
+            .cache_control
+            .as_ref()
+            .and_then(|cc| cx.header_value(cc, &join(&path, "cache_control")));
         clips.insert(
             name.clone(),
             Clip {
                 xpath: clip.value.xpath.value.clone(),
                 description: clip.value.description.as_ref().map(|d| d.value.clone()),
+                public: clip.value.public.as_ref().is_some_and(|p| p.value),
+                stylesheet,
+                cache_control,
             },
         );
     }

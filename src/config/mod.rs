@@ -61,13 +61,15 @@ pub struct DaemonConfig {
     pub database: PathBuf,
     /// The directory of watch files.
     pub watches_dir: PathBuf,
-    /// The HTTP server's address (a later milestone).
+    /// The HTTP server's address; `None`: no server.
     pub listen: Option<SocketAddr>,
+    /// The HTTP server's settings.
+    pub server: ServerConfig,
     /// The mail server, needed by email notifiers.
     pub smtp: Option<SmtpConfig>,
     /// Notifiers by name.
     pub notifiers: BTreeMap<String, NotifierConfig>,
-    /// API tokens by name (a later milestone).
+    /// API tokens of the HTTP server, by name.
     pub tokens: BTreeMap<String, TokenConfig>,
     /// Fetch settings every watch starts from.
     pub fetch: FetchDefaults,
@@ -139,6 +141,38 @@ pub struct WebhookConfig {
     pub timeout: Duration,
     /// Extra request headers (names and values checked).
     pub headers: Vec<(String, String)>,
+}
+
+/// The HTTP server's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The public base URL (no trailing slash); `None`: `http://LISTEN`.
+    pub public_url: Option<Url>,
+    /// The directory of XSLT stylesheets.
+    pub xslt: PathBuf,
+    /// Origins allowed by CORS (`*` for any); empty: no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// Requests handled at once before shedding with 503.
+    pub max_in_flight: usize,
+    /// Longest time one request may take.
+    pub request_timeout: Duration,
+    /// Cache-Control of clips that do not set their own (`None`: `no-cache`,
+    /// or `private, no-cache` for clips that need a token).
+    pub cache_control: Option<String>,
+}
+
+impl ServerConfig {
+    /// The defaults, the stylesheet directory resolved against `base`.
+    pub fn defaults(base: &Path) -> ServerConfig {
+        ServerConfig {
+            public_url: None,
+            xslt: base.join("xslt"),
+            cors_origins: Vec::new(),
+            max_in_flight: 1024,
+            request_timeout: Duration::from_secs(10),
+            cache_control: None,
+        }
+    }
 }
 
 /// An API token of the HTTP server.
@@ -317,6 +351,13 @@ pub struct Clip {
     pub xpath: String,
     /// What it is.
     pub description: Option<String>,
+    /// Served without a token.
+    pub public: bool,
+    /// The XSLT stylesheet of its HTML form (a file name in the server's
+    /// xslt directory); `None`: the default `html.xsl`.
+    pub stylesheet: Option<String>,
+    /// Its Cache-Control header; `None`: the server's.
+    pub cache_control: Option<String>,
 }
 
 /// A numeric threshold on a value of the page.

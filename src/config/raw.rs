@@ -207,8 +207,10 @@ pub(crate) struct RawDaemon {
     pub database: Option<Sp<String>>,
     /// The directory of watch files (*.yaml, *.yml). Default: watches.
     pub watches: Option<Sp<String>>,
-    /// The HTTP server's address, e.g. 127.0.0.1:8080.
+    /// The HTTP server's address, e.g. 127.0.0.1:8080. Without it `semclip run` serves nothing.
     pub listen: Option<Sp<String>>,
+    /// The HTTP server's settings (clips, feeds, API, status pages).
+    pub server: Option<Sp<RawServer>>,
     /// The mail server; required when any email notifier exists.
     pub smtp: Option<Sp<RawSmtp>>,
     /// Notifiers by name; each is exactly one of email, webhook, file.
@@ -305,6 +307,25 @@ pub(crate) struct RawWebhook {
 pub(crate) struct RawFileNotifier {
     /// The file; created with its directories when missing.
     pub path: Sp<String>,
+}
+
+/// The HTTP server's settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Server")]
+pub(crate) struct RawServer {
+    /// The server's public base URL (http or https, no query or fragment): links in feeds and the RDF IRIs of clips start with it. Default: http://LISTEN.
+    pub public_url: Option<Sp<String>>,
+    /// The directory of XSLT stylesheets (html.xsl, rdf.xsl and custom ones). Default: xslt next to this file.
+    pub xslt: Option<Sp<String>>,
+    /// Origins allowed to read clips and feeds from a browser (CORS), e.g. https://portal.example.org; "*" for any. Default: none.
+    pub cors_origins: Option<Sp<Vec<Sp<String>>>>,
+    /// Requests handled at once; more are refused with 503 at once (load shedding), at least 1. Default: 1024.
+    pub max_in_flight: Option<Sp<usize>>,
+    /// Longest time one request may take before a 503. Default: 10s.
+    pub request_timeout: Option<Sp<String>>,
+    /// Cache-Control of clips that do not set their own. Default: "no-cache" ("private, no-cache" for clips that need a token).
+    pub cache_control: Option<Sp<String>>,
 }
 
 /// An API token.
@@ -488,6 +509,12 @@ pub(crate) struct RawClip {
     pub xpath: Sp<String>,
     /// What the clip is.
     pub description: Option<Sp<String>>,
+    /// Served without a token (clips, feeds of this clip). Default: false.
+    pub public: Option<Sp<bool>>,
+    /// The XSLT stylesheet of its HTML form, a file name in the server's xslt directory. Default: html.xsl.
+    pub stylesheet: Option<Sp<String>>,
+    /// Its Cache-Control header. Default: the server's cache_control.
+    pub cache_control: Option<Sp<String>>,
 }
 
 /// A numeric threshold: at least one of above, below, outside, change_pct.

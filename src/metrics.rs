@@ -1,0 +1,170 @@
+//! Prometheus metrics of one semclip process: what the daemon's checks,
+//! outbox and HTTP server count, encoded in the text exposition format at
+//! `GET /metrics`.
+//!
+//! One [`Metrics`] is made per process (per server in tests) and shared by
+//! `Arc`; the counters are lock-free. Gauges that describe the store (watches,
+//! alerts waiting in the outbox) are read from it at scrape time by the
+//! server, not kept here.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::check::{CheckReport, PageOutcome};
+
+/// Labels of a check: its outcome.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CheckLabels {
+    /// `first`, `changed`, `unchanged`, `not_modified` or `failed`.
+    pub outcome: &'static str,
+}
+
+/// Labels of a clip request: the representation and the status code.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClipLabels {
+    /// `xml`, `json`, `html`, `rdf`, `ttl`, or `none` before it was chosen.
+    pub format: &'static str,
+    /// The response status (`200`, `304`, `404`, ...).
+    pub status: u16,
+}
+
+/// Every metric of the process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Checks finished, by outcome.
+    pub checks: Family<CheckLabels, Counter>,
+    /// Fetch durations, in seconds (retries and host spacing included).
+    pub fetch_seconds: Histogram,
+    /// Semantic changes found.
+    pub changes: Counter,
+    /// Alerts queued (one per alert, whatever the number of notifiers).
+    pub alerts_queued: Counter,
+    /// Outbox rows delivered.
+    pub alerts_sent: Counter,
+    /// Outbox rows given up on.
+    pub alerts_failed: Counter,
+    /// Clip requests, by format and status.
+    pub clip_requests: Family<ClipLabels, Counter>,
+    /// Watches in the store (set at scrape time).
+    pub watches: Gauge,
+    /// Outbox rows waiting for delivery (set at scrape time).
+    pub outbox_pending: Gauge,
+    /// Outbox rows given up on and kept (set at scrape time).
+    pub outbox_failed: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A registry with every metric at zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("semclip");
+        let checks = Family::<CheckLabels, Counter>::default();
+        registry.register("checks", "Checks finished, by outcome", checks.clone());
+        // 5 ms .. about 82 s.
+        let fetch_seconds = Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(0.005, 2.0, 15),
+        );
+        registry.register_with_unit(
+            "fetch_duration",
+            "Duration of page fetches, retries included",
+            prometheus_client::registry::Unit::Seconds,
+            fetch_seconds.clone(),
+        );
+        let changes = Counter::default();
+        registry.register("changes", "Semantic changes found", changes.clone());
+        let alerts_queued = Counter::default();
+        registry.register(
+            "alerts_queued",
+            "Alerts raised and queued",
+            alerts_queued.clone(),
+        );
+        let alerts_sent = Counter::default();
+        registry.register(
+            "alerts_sent",
+            "Alert deliveries that succeeded (per notifier)",
+            alerts_sent.clone(),
+        );
+        let alerts_failed = Counter::default();
+        registry.register(
+            "alerts_failed",
+            "Alert deliveries given up on (per notifier)",
+            alerts_failed.clone(),
+        );
+        let clip_requests = Family::<ClipLabels, Counter>::default();
+        registry.register(
+            "clip_requests",
+            "Clip requests, by format and status (304: served from the client's cache)",
+            clip_requests.clone(),
+        );
+        let watches = Gauge::default();
+        registry.register("watches", "Watches with a snapshot in the store", watches.clone());
+        let outbox_pending = Gauge::default();
+        registry.register(
+            "outbox_pending",
+            "Alert deliveries waiting in the outbox",
+            outbox_pending.clone(),
+        );
+        let outbox_failed = Gauge::default();
+        registry.register(
+            "outbox_failed",
+            "Alert deliveries given up on and kept in the outbox",
+            outbox_failed.clone(),
+        );
+        Metrics {
+            registry,
+            checks,
+            fetch_seconds,
+            changes,
+            alerts_queued,
+            alerts_sent,
+            alerts_failed,
+            clip_requests,
+            watches,
+            outbox_pending,
+            outbox_failed,
+        }
+    }
+
+    /// Counts a finished check.
+    pub fn checked(&self, report: &CheckReport) {
+        let outcome = match &report.outcome {
+            PageOutcome::First => "first",
+            PageOutcome::Changed(changes) => {
+                self.changes.inc_by(changes.len() as u64);
+                "changed"
+            }
+            PageOutcome::Unchanged => "unchanged",
+            PageOutcome::NotModified => "not_modified",
+            PageOutcome::Failed(_) => "failed",
+        };
+        self.checks.get_or_create(&CheckLabels { outcome }).inc();
+        self.fetch_seconds.observe(report.fetch_time.as_secs_f64());
+        self.alerts_queued.inc_by(report.alerts.len() as u64);
+    }
+
+    /// Counts a clip request.
+    pub fn clip_request(&self, format: &'static str, status: u16) {
+        self.clip_requests
+            .get_or_create(&ClipLabels { format, status })
+            .inc();
+    }
+
+    /// The text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+

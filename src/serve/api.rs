@@ -1,0 +1,550 @@
+//! The JSON API under `/api/` (described by `/api/openapi.json`), and
+//! `/metrics`.
+//!
+//! Reads: the watches with their status, a watch's change history (pages of
+//! at most [`MAX_LIMIT`] events, newest first, continued with `before`),
+//! threshold states and each threshold's value history. Write: `POST
+//! /api/watches/{watch}/check` asks the scheduler to check a watch now
+//! (`admin` scope; `semclip serve` has no scheduler and answers 409).
+//! Times are RFC 3339 in UTC.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Server;
+use super::auth::Need;
+use super::routes::{Error, Form, require};
+use super::view::Health;
+use crate::check::bounds_of;
+use crate::store::{ThresholdRecord, WatchState, WatchStatus};
+
+/// Most change events or values in one page.
+pub const MAX_LIMIT: usize = 500;
+
+/// Default page size.
+const DEFAULT_LIMIT: usize = 50;
+
+/// RFC 3339, UTC, milliseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A watch and its status.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WatchSummary {
+    /// The watch id.
+    pub id: String,
+    /// Its title, if the watch file gives one.
+    pub title: Option<String>,
+    /// The watched page; absent for a watch only the store still knows.
+    pub url: Option<String>,
+    /// `pending` (never checked), `ok`, `failing`, or `removed` (no longer in the watch files).
+    pub state: String,
+    /// The last check, successful or not.
+    pub last_check: Option<String>,
+    /// The last successful check.
+    pub last_success: Option<String>,
+    /// The last semantic change (or the first snapshot).
+    pub last_change: Option<String>,
+    /// The next scheduled check.
+    pub next_run: Option<String>,
+    /// Consecutive failed checks.
+    pub failures: u32,
+    /// The last error while failing.
+    pub last_error: Option<String>,
+    /// Snapshots stored.
+    pub snapshots: usize,
+    /// Thresholds defined.
+    pub thresholds: usize,
+    /// Thresholds in alarm.
+    pub alarms: usize,
+    /// Its named clips.
+    pub clips: Vec<ClipInfo>,
+}
+
+/// A named clip.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClipInfo {
+    /// The clip name.
+    pub name: String,
+    /// What it is.
+    pub description: Option<String>,
+    /// Its XPath.
+    pub xpath: String,
+    /// Served without a token.
+    pub public: bool,
+    /// Its URL (add `?format=json|html|rdf|ttl`).
+    pub url: String,
+}
+
+/// A watch with its threshold states.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WatchDetail {
+    /// The watch and its status.
+    pub watch: WatchSummary,
+    /// Its thresholds.
+    pub thresholds: Vec<ThresholdInfo>,
+}
+
+/// A threshold and its state.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ThresholdInfo {
+    /// The threshold name.
+    pub name: String,
+    /// Its XPath.
+    pub xpath: String,
+    /// Its bounds in words.
+    pub bounds: String,
+    /// `normal`, `alarm`, `lost`, or `unknown` before its first evaluation.
+    pub state: String,
+    /// The last value read.
+    pub value: Option<f64>,
+    /// The `xpath` id of the node the value came from.
+    pub node: Option<String>,
+    /// Since when it is in this state.
+    pub since: Option<String>,
+}
+
+/// A page of change events.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChangePage {
+    /// The watch.
+    pub watch: String,
+    /// The events, newest first.
+    pub changes: Vec<ChangeItem>,
+    /// Pass as `before` for the next (older) page; absent on the last page.
+    pub next_before: Option<i64>,
+}
+
+/// One semantic change.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChangeItem {
+    /// The event id (increasing).
+    pub id: i64,
+    /// When it was found.
+    pub at: String,
+    /// `update`, `insert`, `delete` or `move`.
+    pub kind: String,
+    /// The snapshot that holds the new data, unless pruned.
+    pub snapshot_id: Option<i64>,
+    /// The change in data terms, one line.
+    pub line: String,
+    /// The change as `semclip diff --format json` gives it.
+    pub change: serde_json::Value,
+}
+
+/// A threshold's value history.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ValuePage {
+    /// The watch.
+    pub watch: String,
+    /// The threshold.
+    pub threshold: String,
+    /// The newest values, oldest first.
+    pub values: Vec<ValuePoint>,
+}
+
+/// One value read.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ValuePoint {
+    /// When.
+    pub at: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// A check was queued.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckQueued {
+    /// The watch.
+    pub watch: String,
+    /// Always true: the scheduler runs it as soon as a slot is free.
+    pub queued: bool,
+}
+
+/// An error.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+}
+
+/// Paging of change events.
+#[derive(Debug, Deserialize)]
+pub struct ChangeQuery {
+    before: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// Paging of values.
+#[derive(Debug, Deserialize)]
+pub struct ValueQuery {
+    limit: Option<usize>,
+}
+
+/// What the store says of every watch.
+pub struct Gathered {
+    /// Status by watch.
+    pub statuses: HashMap<String, WatchStatus>,
+    /// Snapshot state by watch.
+    pub states: HashMap<String, WatchState>,
+    /// Threshold records by watch.
+    pub thresholds: HashMap<String, Vec<ThresholdRecord>>,
+}
+
+/// Reads the status of every watch.
+pub async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
+    server
+        .stores
+        .run(|s| {
+            let statuses: HashMap<String, WatchStatus> = s
+                .statuses()?
+                .into_iter()
+                .map(|st| (st.watch.clone(), st))
+                .collect();
+            let states: HashMap<String, WatchState> = s
+                .watches()?
+                .into_iter()
+                .map(|w| (w.id.clone(), w))
+                .collect();
+            let mut thresholds = HashMap::new();
+            for id in statuses.keys() {
+                thresholds.insert(id.clone(), s.thresholds(id)?);
+            }
+            Ok(Gathered {
+                statuses,
+                states,
+                thresholds,
+            })
+        })
+        .await
+        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))
+}
+
+/// The health of a watch from its status.
+pub fn health(configured: bool, status: Option<&WatchStatus>) -> Health {
+    match status {
+        _ if !configured => Health::Removed,
+        None => Health::Pending,
+        Some(s) if s.last_attempt.is_none() => Health::Pending,
+        Some(s) if s.failures > 0 => Health::Failing,
+        Some(_) => Health::Ok,
+    }
+}
+
+/// The name of a health state.
+pub fn health_name(h: Health) -> &'static str {
+    match h {
+        Health::Pending => "pending",
+        Health::Ok => "ok",
+        Health::Failing => "failing",
+        Health::Removed => "removed",
+    }
+}
+
+/// Every watch id to show: the configured ones, then the store's others.
+pub fn ids(server: &Server, g: &Gathered) -> Vec<String> {
+    let watches = server.watches();
+    let mut ids: Vec<String> = watches.keys().cloned().collect();
+    let mut extra: Vec<String> = g
+        .states
+        .keys()
+        .filter(|k| !watches.contains_key(*k))
+        .cloned()
+        .collect();
+    extra.sort();
+    ids.extend(extra);
+    ids
+}
+
+/// The summary of one watch.
+pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
+    let watches = server.watches();
+    let watch = watches.get(id);
+    let status = g.statuses.get(id);
+    let state = g.states.get(id);
+    let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
+    WatchSummary {
+        id: id.to_owned(),
+        title: watch.and_then(|w| w.title.clone()),
+        url: watch.map(|w| w.url.to_string()),
+        state: health_name(health(watch.is_some(), status)).to_owned(),
+        last_check: status.and_then(|s| s.last_attempt).map(rfc3339),
+        last_success: status.and_then(|s| s.last_success).map(rfc3339),
+        last_change: state.map(|s| rfc3339(s.last_changed)),
+        next_run: status.and_then(|s| s.next_run).map(rfc3339),
+        failures: status.map_or(0, |s| s.failures),
+        last_error: status
+            .filter(|s| s.failures > 0)
+            .and_then(|s| s.last_error.clone()),
+        snapshots: state.map_or(0, |s| s.snapshots),
+        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
+        alarms: records.iter().filter(|r| r.state == "alarm").count(),
+        clips: watch
+            .map(|w| {
+                w.clips
+                    .iter()
+                    .map(|(name, c)| ClipInfo {
+                        name: name.clone(),
+                        description: c.description.clone(),
+                        xpath: c.xpath.clone(),
+                        public: c.public,
+                        url: format!("{}/clips/{id}/{name}", server.base()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The thresholds of a configured watch with their stored states.
+pub fn threshold_infos(server: &Server, g: &Gathered, id: &str) -> Vec<ThresholdInfo> {
+    let watches = server.watches();
+    let Some(watch) = watches.get(id) else {
+        return Vec::new();
+    };
+    let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
+    watch
+        .thresholds
+        .iter()
+        .map(|t| {
+            let r = records.iter().find(|r| r.name == t.name);
+            ThresholdInfo {
+                name: t.name.clone(),
+                xpath: t.xpath.clone(),
+                bounds: crate::threshold::describe(&bounds_of(t)),
+                state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
+                value: r.and_then(|r| r.value),
+                node: r.and_then(|r| r.node.clone()),
+                since: r.map(|r| rfc3339(r.since)),
+            }
+        })
+        .collect()
+}
+
+fn known(server: &Server, g: &Gathered, id: &str) -> Result<(), Error> {
+    if server.watches().contains_key(id) || g.states.contains_key(id) {
+        Ok(())
+    } else {
+        Err(Error::not_found(format!("no watch `{id}`"), Form::Json))
+    }
+}
+
+/// `GET /api/openapi.json`.
+pub async fn openapi_doc() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        super::openapi().to_string(),
+    )
+        .into_response()
+}
+
+/// `GET /api/watches`.
+pub async fn watches(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<WatchSummary>>, Error> {
+    require(&server, &headers, Need::Read, Form::Json)?;
+    let g = gather(&server).await?;
+    Ok(Json(
+        ids(&server, &g)
+            .iter()
+            .map(|id| summary(&server, &g, id))
+            .collect(),
+    ))
+}
+
+/// `GET /api/watches/{watch}`.
+pub async fn watch(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<WatchDetail>, Error> {
+    require(&server, &headers, Need::Read, Form::Json)?;
+    let g = gather(&server).await?;
+    known(&server, &g, &id)?;
+    Ok(Json(WatchDetail {
+        watch: summary(&server, &g, &id),
+        thresholds: threshold_infos(&server, &g, &id),
+    }))
+}
+
+/// `GET /api/watches/{watch}/thresholds`.
+pub async fn thresholds(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<ThresholdInfo>>, Error> {
+    require(&server, &headers, Need::Read, Form::Json)?;
+    let g = gather(&server).await?;
+    known(&server, &g, &id)?;
+    Ok(Json(threshold_infos(&server, &g, &id)))
+}
+
+fn limit(l: Option<usize>) -> Result<usize, Error> {
+    match l {
+        None => Ok(DEFAULT_LIMIT),
+        Some(0) => Err(Error::new(
+            StatusCode::BAD_REQUEST,
+            "limit must be at least 1",
+            Form::Json,
+        )),
+        Some(n) => Ok(n.min(MAX_LIMIT)),
+    }
+}
+
+/// `GET /api/watches/{watch}/changes?before=ID&limit=N`.
+pub async fn changes(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    Query(q): Query<ChangeQuery>,
+    headers: HeaderMap,
+) -> Result<Json<ChangePage>, Error> {
+    require(&server, &headers, Need::Read, Form::Json)?;
+    let limit = limit(q.limit)?;
+    let g = gather(&server).await?;
+    known(&server, &g, &id)?;
+    let watch = id.clone();
+    let before = q.before;
+    // One more than asked tells whether there is a next page.
+    let mut rows = server
+        .stores
+        .run(move |s| s.changes(&watch, before, limit + 1))
+        .await
+        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))?;
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let next_before = if more { rows.last().map(|r| r.id) } else { None };
+    Ok(Json(ChangePage {
+        watch: id,
+        changes: rows
+            .into_iter()
+            .map(|r| ChangeItem {
+                id: r.id,
+                at: rfc3339(r.at),
+                line: super::feed::line(&r.change),
+                kind: r.kind,
+                snapshot_id: r.snapshot_id,
+                change: r.change,
+            })
+            .collect(),
+        next_before,
+    }))
+}
+
+/// `GET /api/watches/{watch}/thresholds/{name}/values?limit=N`.
+pub async fn values(
+    State(server): State<Arc<Server>>,
+    Path((id, name)): Path<(String, String)>,
+    Query(q): Query<ValueQuery>,
+    headers: HeaderMap,
+) -> Result<Json<ValuePage>, Error> {
+    require(&server, &headers, Need::Read, Form::Json)?;
+    let limit = limit(q.limit)?;
+    let configured = server
+        .watches()
+        .get(&id)
+        .is_some_and(|w| w.thresholds.iter().any(|t| t.name == name));
+    if !configured {
+        return Err(Error::not_found(
+            format!("watch `{id}` has no threshold `{name}`"),
+            Form::Json,
+        ));
+    }
+    let (w, n) = (id.clone(), name.clone());
+    let values = server
+        .stores
+        .run(move |s| s.threshold_values(&w, &n, limit))
+        .await
+        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))?;
+    Ok(Json(ValuePage {
+        watch: id,
+        threshold: name,
+        values: values
+            .into_iter()
+            .map(|(at, value)| ValuePoint {
+                at: rfc3339(at),
+                value,
+            })
+            .collect(),
+    }))
+}
+
+/// `POST /api/watches/{watch}/check`.
+pub async fn check_now(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<(StatusCode, Json<CheckQueued>), Error> {
+    require(&server, &headers, Need::Admin, Form::Json)?;
+    if !server.watches().contains_key(&id) {
+        return Err(Error::not_found(format!("no watch `{id}`"), Form::Json));
+    }
+    let Some(tx) = &server.check_now else {
+        return Err(Error::new(
+            StatusCode::CONFLICT,
+            "no scheduler runs in this process (semclip serve): use semclip run",
+            Form::Json,
+        ));
+    };
+    tx.send(id.clone()).map_err(|_| {
+        Error::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the scheduler is stopping",
+            Form::Json,
+        )
+    })?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(CheckQueued {
+            watch: id,
+            queued: true,
+        }),
+    ))
+}
+
+/// `GET /metrics` (Prometheus text format; `read` scope when tokens exist).
+pub async fn metrics(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Text)?;
+    let counts = server
+        .stores
+        .run(|s| Ok((s.watches()?.len(), s.outbox()?)))
+        .await;
+    if let Ok((watches, outbox)) = counts {
+        let failed = outbox
+            .iter()
+            .filter(|o| o.state == crate::store::OutboxState::Failed)
+            .count();
+        server
+            .metrics
+            .watches
+            .set(i64::try_from(watches).unwrap_or(i64::MAX));
+        server
+            .metrics
+            .outbox_pending
+            .set(i64::try_from(outbox.len() - failed).unwrap_or(i64::MAX));
+        server
+            .metrics
+            .outbox_failed
+            .set(i64::try_from(failed).unwrap_or(i64::MAX));
+    }
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        server.metrics.encode(),
+    )
+        .into_response())
+}

@@ -1,0 +1,392 @@
+//! Clips: what a named clip (or the whole page) holds in the current
+//! snapshot, its semantic hash and the time its data last changed, and a
+//! cache of them and of their rendered forms.
+//!
+//! Takes a watch's current snapshot from the store and the clip's XPath;
+//! gives a [`ClipData`]: the clip document (one root element: `<clip>`
+//! holding copies of the selected hierarchy elements, or the `<page>`
+//! itself), its JSON form, and its hash. The hash is the BLAKE3 hash of the
+//! selected subtrees' canonical XML, so it changes exactly when the clip's
+//! data changed, never with the page's markup (a snapshot is only stored
+//! when the page's data changed at all). It is the ETag of every
+//! representation of the clip.
+//!
+//! The time of the last change of a named clip is found by walking back
+//! through the stored snapshots (at most [`HISTORY_WALK`]) to the oldest one
+//! in which the clip still had the same hash; after that, each new snapshot
+//! either keeps it (same hash) or sets it to the snapshot's time. The whole
+//! page's last change is simply its current snapshot's time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use crate::config::Clip;
+use crate::document;
+use crate::hierarchy::{HNode, Hierarchy};
+use crate::output;
+use crate::store::{Snapshot, Store, StoreError};
+use crate::xpath::{HierarchyDoc, XPathValue};
+
+/// How many older snapshots are read, at most, to find when a named clip's
+/// data last changed; beyond that the oldest snapshot read gives the time.
+pub const HISTORY_WALK: usize = 100;
+
+/// Rendered representations kept per clip version (formats times
+/// stylesheet parameters); more are rendered but not kept.
+const MAX_RENDERS: usize = 64;
+
+/// The vocabulary version written on `<clip>`.
+const VERSION: &str = "1";
+
+/// Why a clip cannot be given.
+#[derive(Debug, thiserror::Error)]
+pub enum ClipError {
+    /// The watch has no snapshot yet.
+    #[error("watch `{0}` has no snapshot yet")]
+    NoSnapshot(String),
+    /// The store failed.
+    #[error("store error")]
+    Store(#[from] StoreError),
+    /// The stored snapshot does not read back.
+    #[error("the stored snapshot of `{watch}` is unreadable: {cause}")]
+    Snapshot {
+        /// The watch.
+        watch: String,
+        /// What failed.
+        cause: String,
+    },
+    /// The clip's XPath failed on the snapshot.
+    #[error("clip `{clip}` of `{watch}` cannot be evaluated: {cause}")]
+    XPath {
+        /// The watch.
+        watch: String,
+        /// The clip.
+        clip: String,
+        /// What failed.
+        cause: String,
+    },
+}
+
+/// One version of a clip, as the current snapshot holds it.
+#[derive(Debug)]
+pub struct ClipData {
+    /// The snapshot it was taken from.
+    pub snapshot_id: i64,
+    /// The clip's semantic hash (64 hex digits).
+    pub hash: String,
+    /// When its data last changed (whole seconds, as HTTP dates carry).
+    pub last_modified: SystemTime,
+    /// The clip document: one root element, no XML declaration.
+    pub xml: String,
+    /// The JSON form.
+    pub json: Value,
+    /// Elements selected (1 for the whole page).
+    pub count: usize,
+    /// The `xpath` ids of the selected elements (`/page` for the whole page).
+    pub ids: Vec<String>,
+    /// Rendered forms by variant (format and parameters), with their bytes.
+    renders: Mutex<HashMap<String, Arc<str>>>,
+}
+
+impl ClipData {
+    /// A rendered form kept for this version, if any.
+    pub fn render(&self, variant: &str) -> Option<Arc<str>> {
+        self.renders
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(variant)
+            .cloned()
+    }
+
+    /// Keeps a rendered form (up to [`MAX_RENDERS`] per version).
+    pub fn keep(&self, variant: String, body: Arc<str>) {
+        let mut renders = self.renders.lock().unwrap_or_else(|p| p.into_inner());
+        if renders.len() < MAX_RENDERS {
+            renders.insert(variant, body);
+        }
+    }
+}
+
+/// Which clip: a named one or the whole page.
+#[derive(Debug, Clone, Hash, PartialEq, Eq)]
+pub struct ClipKey {
+    /// The watch id.
+    pub watch: String,
+    /// The clip name; `None`: the whole page.
+    pub clip: Option<String>,
+}
+
+/// The cache: per clip, the version computed from the newest snapshot seen,
+/// and per watch, the current snapshot id as last read from the store.
+#[derive(Debug, Default)]
+pub struct ClipCache {
+    clips: Mutex<HashMap<ClipKey, Arc<ClipData>>>,
+    current: Mutex<HashMap<String, i64>>,
+}
+
+impl ClipCache {
+    /// The current snapshot id of a watch, as last polled.
+    pub fn current(&self, watch: &str) -> Option<i64> {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(watch)
+            .copied()
+    }
+
+    /// Replaces the current snapshot ids (from [`Store::current_ids`]).
+    pub fn set_current(&self, ids: Vec<(String, i64)>) {
+        let ids: HashMap<String, i64> = ids.into_iter().collect();
+        let mut clips = self.clips.lock().unwrap_or_else(|p| p.into_inner());
+        // Watches gone from the store lose their clips.
+        clips.retain(|k, _| ids.contains_key(&k.watch));
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = ids;
+    }
+
+    /// The cached version of a clip if it was taken from `snapshot_id`.
+    pub fn get(&self, key: &ClipKey, snapshot_id: i64) -> Option<Arc<ClipData>> {
+        self.clips
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .filter(|d| d.snapshot_id == snapshot_id)
+            .cloned()
+    }
+
+    /// The cached version whatever its snapshot (to carry its last change
+    /// time forward).
+    pub fn previous(&self, key: &ClipKey) -> Option<Arc<ClipData>> {
+        self.clips
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    /// Keeps a computed version, unless a newer one is already there.
+    pub fn put(&self, key: ClipKey, data: Arc<ClipData>) {
+        let mut clips = self.clips.lock().unwrap_or_else(|p| p.into_inner());
+        match clips.get(&key) {
+            Some(old) if old.snapshot_id > data.snapshot_id => {}
+            _ => {
+                clips.insert(key, data);
+            }
+        }
+    }
+}
+
+/// Rounds down to whole seconds (HTTP dates have no fractions, and a
+/// `Last-Modified` later than the date a client sends back would never match).
+fn whole_seconds(t: SystemTime) -> SystemTime {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)
+}
+
+/// Computes the current version of a clip (blocking: store and libxml2).
+/// `previous` is the cached version, if any, whose last change time is
+/// carried forward when the data did not change.
+pub fn compute(
+    store: &Store,
+    watch: &str,
+    clip: Option<(&str, &Clip)>,
+    previous: Option<&ClipData>,
+) -> Result<ClipData, ClipError> {
+    let snapshot = store
+        .current(watch)?
+        .ok_or_else(|| ClipError::NoSnapshot(watch.to_owned()))?;
+    let Some((name, clip)) = clip else {
+        return whole_page(watch, &snapshot);
+    };
+    let selected = select(watch, name, &clip.xpath, &snapshot)?;
+    let hash = selection_hash(&selected.nodes);
+    let last_modified = match previous {
+        Some(p) if p.snapshot_id == snapshot.id => p.last_modified,
+        Some(p) if p.snapshot_id < snapshot.id && p.hash == hash => p.last_modified,
+        Some(p) if p.snapshot_id < snapshot.id => snapshot.taken_at,
+        _ => last_change(store, watch, name, clip, &snapshot, &hash)?,
+    };
+    let xml = clip_document(watch, name, clip, &selected);
+    let json = json!({
+        "version": VERSION,
+        "watch": watch,
+        "clip": name,
+        "select": clip.xpath,
+        "url": selected.page_url,
+        "hash": hash,
+        "count": selected.nodes.len(),
+        "nodes": selected.nodes.iter().map(output::node_json).collect::<Vec<_>>(),
+    });
+    Ok(ClipData {
+        snapshot_id: snapshot.id,
+        last_modified: whole_seconds(last_modified),
+        count: selected.nodes.len(),
+        ids: selected.nodes.iter().map(|n| n.xpath.clone()).collect(),
+        hash,
+        xml,
+        json,
+        renders: Mutex::new(HashMap::new()),
+    })
+}
+
+fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
+    let h = read(watch, &snapshot.xml)?;
+    let xml = output::to_xml(
+        &h,
+        output::XmlOptions {
+            declaration: false,
+            indent: true,
+            source_url: true,
+        },
+    );
+    let mut json = output::to_json(&h);
+    if let Some(o) = json.as_object_mut() {
+        o.insert("watch".into(), json!(watch));
+        o.insert("hash".into(), json!(snapshot.hash));
+    }
+    Ok(ClipData {
+        snapshot_id: snapshot.id,
+        hash: snapshot.hash.clone(),
+        last_modified: whole_seconds(snapshot.taken_at),
+        xml,
+        json,
+        count: 1,
+        ids: vec!["/page".to_owned()],
+        renders: Mutex::new(HashMap::new()),
+    })
+}
+
+fn read(watch: &str, xml: &str) -> Result<Hierarchy, ClipError> {
+    document::read(xml).map_err(|e| ClipError::Snapshot {
+        watch: watch.to_owned(),
+        cause: e.to_string(),
+    })
+}
+
+/// The elements a clip selects, copied out of the hierarchy, in document order.
+struct Selected {
+    nodes: Vec<HNode>,
+    page_url: Option<String>,
+}
+
+fn select(watch: &str, name: &str, xpath: &str, snapshot: &Snapshot) -> Result<Selected, ClipError> {
+    let xpath_err = |cause: String| ClipError::XPath {
+        watch: watch.to_owned(),
+        clip: name.to_owned(),
+        cause,
+    };
+    let doc = HierarchyDoc::parse(&snapshot.xml).map_err(|e| xpath_err(e.to_string()))?;
+    let value = doc.evaluate(xpath).map_err(|e| xpath_err(e.to_string()))?;
+    let ids: Vec<String> = match value {
+        XPathValue::Nodes(nodes) => nodes.into_iter().filter_map(|n| n.id).collect(),
+        _ => return Err(xpath_err("the XPath does not select elements".to_owned())),
+    };
+    let h = read(watch, &snapshot.xml)?;
+    let mut by_id: HashMap<&str, &HNode> = HashMap::new();
+    let mut stack: Vec<&HNode> = h.children.iter().collect();
+    while let Some(n) = stack.pop() {
+        by_id.insert(n.xpath.as_str(), n);
+        stack.extend(n.children.iter());
+    }
+    let mut nodes = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for id in &ids {
+        // Attribute and text matches name their element: keep the element.
+        let element = id
+            .rsplit_once("/@")
+            .map_or(id.as_str(), |(e, _)| e)
+            .trim_end_matches("/text()");
+        if let Some(n) = by_id.get(element) {
+            if seen.insert(element.to_owned()) {
+                nodes.push((*n).clone());
+            }
+        } else if element == "/page" && seen.insert("/page".to_owned()) {
+            // The root is no hierarchy node: a clip of it holds its children.
+            for c in &h.children {
+                if seen.insert(c.xpath.clone()) {
+                    nodes.push(c.clone());
+                }
+            }
+        }
+    }
+    Ok(Selected {
+        nodes,
+        page_url: h.url.clone(),
+    })
+}
+
+/// The semantic hash of a selection: the selected subtrees' hashes, in order.
+fn selection_hash(nodes: &[HNode]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(format!("clip {}\n", nodes.len()).as_bytes());
+    for n in nodes {
+        hasher.update(output::node_hash(n).as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// `<clip watch=.. name=.. select=.. count=.. version="1" url=..>` around
+/// the selected elements.
+fn clip_document(watch: &str, name: &str, clip: &Clip, selected: &Selected) -> String {
+    let mut out = String::from("<clip");
+    output::attr(&mut out, "watch", watch);
+    output::attr(&mut out, "name", name);
+    output::attr(&mut out, "select", &clip.xpath);
+    output::attr(&mut out, "count", &selected.nodes.len().to_string());
+    output::attr(&mut out, "version", VERSION);
+    if let Some(u) = &selected.page_url {
+        output::attr(&mut out, "url", u);
+    }
+    if selected.nodes.is_empty() {
+        out.push_str("/>\n");
+        return out;
+    }
+    out.push_str(">\n");
+    for n in &selected.nodes {
+        for line in output::node_to_xml(n, true).lines() {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("</clip>\n");
+    out
+}
+
+/// When the clip's data last changed: the time of the oldest snapshot, going
+/// back from the current one, in which the clip has the same hash.
+fn last_change(
+    store: &Store,
+    watch: &str,
+    name: &str,
+    clip: &Clip,
+    current: &Snapshot,
+    hash: &str,
+) -> Result<SystemTime, ClipError> {
+    let mut since = current.taken_at;
+    for (id, _, _) in store
+        .snapshots(watch)?
+        .into_iter()
+        .filter(|(id, _, _)| *id < current.id)
+        .take(HISTORY_WALK)
+    {
+        let Some(older) = store.snapshot(id)? else {
+            break;
+        };
+        // An older snapshot that cannot be read ends the walk.
+        let Ok(selected) = select(watch, name, &clip.xpath, &older) else {
+            break;
+        };
+        if selection_hash(&selected.nodes) != hash {
+            break;
+        }
+        since = older.taken_at;
+    }
+    Ok(since)
+}

@@ -1,0 +1,175 @@
+//! The status pages: `/status` (every watch) and `/status/{watch}` (its
+//! clips rendered, recent changes, thresholds with a chart of each value).
+//! Gathers the data into [`super::view`] types; [`super::pages`] renders.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+
+use super::Server;
+use super::api::{Gathered, gather, health, ids};
+use super::auth::Need;
+use super::clip::ClipKey;
+use super::routes::{Error, Form, clip_data, html_of, require};
+use super::view::{ChangeView, ClipView, ThresholdView, WatchPage, WatchRow};
+use crate::check::bounds_of;
+
+/// Recent changes on a watch page.
+const CHANGES: usize = 30;
+
+/// Values per chart.
+const VALUES: usize = 200;
+
+fn html(body: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
+    let watches = server.watches();
+    let watch = watches.get(id);
+    let status = g.statuses.get(id);
+    let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
+    WatchRow {
+        id: id.to_owned(),
+        title: watch.and_then(|w| w.title.clone()),
+        url: watch.map(|w| w.url.to_string()).unwrap_or_default(),
+        health: health(watch.is_some(), status),
+        last_check: status.and_then(|s| s.last_attempt),
+        last_change: g.states.get(id).map(|s| s.last_changed),
+        next_run: status.and_then(|s| s.next_run),
+        failures: status.map_or(0, |s| s.failures),
+        last_error: status
+            .filter(|s| s.failures > 0)
+            .and_then(|s| s.last_error.clone()),
+        alarms: records.iter().filter(|r| r.state == "alarm").count(),
+        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
+    }
+}
+
+/// `GET /status`.
+pub async fn overview(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Html)?;
+    let g = gather(&server).await.map_err(html_error)?;
+    let rows: Vec<WatchRow> = ids(&server, &g)
+        .iter()
+        .map(|id| row(&server, &g, id))
+        .collect();
+    Ok(html(super::pages::overview(&rows, SystemTime::now())))
+}
+
+fn html_error(mut e: Error) -> Error {
+    e.form = Form::Html;
+    e
+}
+
+/// `GET /status/{watch}`.
+pub async fn watch(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Html)?;
+    let g = gather(&server).await.map_err(html_error)?;
+    let watches = server.watches();
+    let watch = watches.get(&id).cloned();
+    if watch.is_none() && !g.states.contains_key(&id) {
+        return Err(Error::not_found(format!("no watch `{id}`"), Form::Html));
+    }
+    let row = row(&server, &g, &id);
+
+    let mut clips = Vec::new();
+    for (name, c) in watch.iter().flat_map(|w| w.clips.iter()) {
+        let key = ClipKey {
+            watch: id.clone(),
+            clip: Some(name.clone()),
+        };
+        let (html, error) = match clip_data(&server, &key, Form::Html).await {
+            Ok(data) if data.count == 0 => (None, Some("selects nothing in the current snapshot".to_owned())),
+            Ok(data) => match html_of(&server, &key, &data, Vec::new()).await {
+                Ok(h) => (Some(h.to_string()), None),
+                Err(e) => {
+                    tracing::error!(watch = %id, clip = %name, error = %e, "cannot render a clip");
+                    (None, Some("cannot be rendered (see the server log)".to_owned()))
+                }
+            },
+            Err(e) => (None, Some(e.message)),
+        };
+        clips.push(ClipView {
+            name: name.clone(),
+            description: c.description.clone(),
+            xpath: c.xpath.clone(),
+            html,
+            error,
+        });
+    }
+
+    let w = id.clone();
+    let names: Vec<String> = watch
+        .iter()
+        .flat_map(|w| w.thresholds.iter().map(|t| t.name.clone()))
+        .collect();
+    let (events, histories) = server
+        .stores
+        .run(move |s| {
+            let events = s.changes(&w, None, CHANGES)?;
+            let mut histories = Vec::new();
+            for n in &names {
+                histories.push(s.threshold_values(&w, n, VALUES)?);
+            }
+            Ok((events, histories))
+        })
+        .await
+        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Html))?;
+    let changes = events
+        .into_iter()
+        .map(|e| ChangeView {
+            at: e.at,
+            line: super::feed::line(&e.change),
+            kind: e.kind,
+        })
+        .collect();
+    let records = g.thresholds.get(&id).map_or(&[][..], Vec::as_slice);
+    let thresholds = watch
+        .iter()
+        .flat_map(|w| w.thresholds.iter())
+        .zip(histories)
+        .map(|(t, history)| {
+            let r = records.iter().find(|r| r.name == t.name);
+            let b = bounds_of(t);
+            let mut lines: Vec<f64> = b.above.into_iter().chain(b.below).collect();
+            if let Some((lo, hi)) = b.outside {
+                lines.extend([lo, hi]);
+            }
+            ThresholdView {
+                name: t.name.clone(),
+                xpath: t.xpath.clone(),
+                bounds: crate::threshold::describe(&b),
+                state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
+                value: r.and_then(|r| r.value),
+                since: r.map(|r| r.since),
+                lines,
+                history,
+            }
+        })
+        .collect();
+    let page = WatchPage {
+        row,
+        clips,
+        changes,
+        thresholds,
+    };
+    Ok(html(super::pages::watch(&page, SystemTime::now())))
+}
