@@ -107,7 +107,11 @@ impl Metrics {
             clip_requests.clone(),
         );
         let watches = Gauge::default();
-        registry.register("watches", "Watches with a snapshot in the store", watches.clone());
+        registry.register(
+            "watches",
+            "Watches with a snapshot in the store",
+            watches.clone(),
+        );
         let outbox_pending = Gauge::default();
         registry.register(
             "outbox_pending",
@@ -167,4 +171,3 @@ impl Metrics {
         out
     }
 }
-

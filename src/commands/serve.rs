@@ -19,7 +19,9 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     .context("refusing to start")?;
     let daemon = Arc::new(loaded.daemon);
     let Some(addr) = args.listen.or(daemon.listen) else {
-        anyhow::bail!("nothing to listen on: give --listen IP:PORT or set `listen` in the daemon file");
+        anyhow::bail!(
+            "nothing to listen on: give --listen IP:PORT or set `listen` in the daemon file"
+        );
     };
     let stores = crate::daemon::open_store(&daemon)?;
     let listener = tokio::net::TcpListener::bind(addr)

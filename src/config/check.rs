@@ -15,8 +15,8 @@ use super::raw::{
 use super::tree::{self, DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DaemonConfig, DemoConfig, Diagnostic, FailurePolicy, FetchDefaults,
-    Limits, NotifierConfig, OnChange, Scope, Secret, SmtpConfig, SmtpSecurity, Threshold,
-    ServerConfig, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    Limits, NotifierConfig, OnChange, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity,
+    Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::schedule::{Schedule, parse_cron};
 use crate::store::Retention;
@@ -772,7 +772,12 @@ fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
     if let Some(x) = &raw.xslt {
         c.xslt = cx.path(&x.value);
     }
-    for (i, o) in raw.cors_origins.iter().flat_map(|v| v.value.iter()).enumerate() {
+    for (i, o) in raw
+        .cors_origins
+        .iter()
+        .flat_map(|v| v.value.iter())
+        .enumerate()
+    {
         let origin = o.value.trim();
         let ok = origin == "*"
             || Url::parse(origin).is_ok_and(|u| {

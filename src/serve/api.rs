@@ -422,7 +422,11 @@ pub async fn changes(
         .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))?;
     let more = rows.len() > limit;
     rows.truncate(limit);
-    let next_before = if more { rows.last().map(|r| r.id) } else { None };
+    let next_before = if more {
+        rows.last().map(|r| r.id)
+    } else {
+        None
+    };
     Ok(Json(ChangePage {
         watch: id,
         changes: rows

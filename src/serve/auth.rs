@@ -192,24 +192,54 @@ mod tests {
     #[test]
     fn scopes_decide() {
         let t = tokens();
-        assert_eq!(t.check(&HeaderMap::new(), Need::Read), Verdict::Unauthorized);
+        assert_eq!(
+            t.check(&HeaderMap::new(), Need::Read),
+            Verdict::Unauthorized
+        );
         assert_eq!(t.check(&HeaderMap::new(), Need::Nothing), Verdict::Allowed);
-        assert_eq!(t.check(&headers("Bearer r-secret"), Need::Read), Verdict::Allowed);
-        assert_eq!(t.check(&headers("bearer r-secret"), Need::Admin), Verdict::Forbidden);
-        assert_eq!(t.check(&headers("Bearer a-secret"), Need::Read), Verdict::Allowed);
-        assert_eq!(t.check(&headers("Bearer a-secret"), Need::Admin), Verdict::Allowed);
-        assert_eq!(t.check(&headers("Bearer r-secreT"), Need::Read), Verdict::Unauthorized);
-        assert_eq!(t.check(&headers("Bearer r-secret"), Need::Nothing), Verdict::Allowed);
+        assert_eq!(
+            t.check(&headers("Bearer r-secret"), Need::Read),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(&headers("bearer r-secret"), Need::Admin),
+            Verdict::Forbidden
+        );
+        assert_eq!(
+            t.check(&headers("Bearer a-secret"), Need::Read),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(&headers("Bearer a-secret"), Need::Admin),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            t.check(&headers("Bearer r-secreT"), Need::Read),
+            Verdict::Unauthorized
+        );
+        assert_eq!(
+            t.check(&headers("Bearer r-secret"), Need::Nothing),
+            Verdict::Allowed
+        );
         // A wrong token is refused even where none is needed.
-        assert_eq!(t.check(&headers("Bearer nope"), Need::Nothing), Verdict::Unauthorized);
+        assert_eq!(
+            t.check(&headers("Bearer nope"), Need::Nothing),
+            Verdict::Unauthorized
+        );
         // Basic: the password is the token.
         let basic = format!(
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode("anyone:a-secret")
         );
         assert_eq!(t.check(&headers(&basic), Need::Admin), Verdict::Allowed);
-        assert_eq!(t.check(&headers("Basic !!!"), Need::Read), Verdict::Unauthorized);
-        assert_eq!(t.check(&headers("Digest x"), Need::Read), Verdict::Unauthorized);
+        assert_eq!(
+            t.check(&headers("Basic !!!"), Need::Read),
+            Verdict::Unauthorized
+        );
+        assert_eq!(
+            t.check(&headers("Digest x"), Need::Read),
+            Verdict::Unauthorized
+        );
     }
 
     #[test]
@@ -217,6 +247,9 @@ mod tests {
         let t = Tokens::default();
         assert_eq!(t.check(&HeaderMap::new(), Need::Read), Verdict::Allowed);
         assert_eq!(t.check(&HeaderMap::new(), Need::Admin), Verdict::Forbidden);
-        assert_eq!(t.check(&headers("Bearer x"), Need::Read), Verdict::Unauthorized);
+        assert_eq!(
+            t.check(&headers("Bearer x"), Need::Read),
+            Verdict::Unauthorized
+        );
     }
 }

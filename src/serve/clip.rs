@@ -274,7 +274,12 @@ struct Selected {
     page_url: Option<String>,
 }
 
-fn select(watch: &str, name: &str, xpath: &str, snapshot: &Snapshot) -> Result<Selected, ClipError> {
+fn select(
+    watch: &str,
+    name: &str,
+    xpath: &str,
+    snapshot: &Snapshot,
+) -> Result<Selected, ClipError> {
     let xpath_err = |cause: String| ClipError::XPath {
         watch: watch.to_owned(),
         clip: name.to_owned(),

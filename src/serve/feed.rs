@@ -91,7 +91,8 @@ fn touches(change: &Value, ids: &[String]) -> bool {
             ids.iter().any(|id| {
                 id == "/page"
                     || x == id
-                    || x.strip_prefix(id.as_str()).is_some_and(|r| r.starts_with('/'))
+                    || x.strip_prefix(id.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
             })
         })
     })
@@ -227,7 +228,12 @@ pub async fn watch_feed(
             e.truncate(ENTRIES);
             entries.extend(e);
         }
-        let f = feed(&server, "/feeds/all.atom", "semclip: all changes".to_owned(), entries);
+        let f = feed(
+            &server,
+            "/feeds/all.atom",
+            "semclip: all changes".to_owned(),
+            entries,
+        );
         return Ok(atom(&f));
     }
     if !watches.contains_key(name) {

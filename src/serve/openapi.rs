@@ -18,7 +18,10 @@ fn ok(description: &str, schema: impl serde::Serialize) -> Value {
 }
 
 fn error(description: &str) -> Value {
-    ok(description, json!({ "$ref": "#/components/schemas/ErrorBody" }))
+    ok(
+        description,
+        json!({ "$ref": "#/components/schemas/ErrorBody" }),
+    )
 }
 
 fn watch_param() -> Value {

@@ -135,7 +135,10 @@ pub fn require(server: &Server, headers: &HeaderMap, need: Need, form: Form) -> 
 /// The router, without the production layers (tests call it with `oneshot`).
 pub fn app(server: Arc<Server>) -> Router {
     Router::new()
-        .route("/", get(|| async { axum::response::Redirect::to("/status") }))
+        .route(
+            "/",
+            get(|| async { axum::response::Redirect::to("/status") }),
+        )
         .route("/clips/{watch}", get(whole_clip))
         .route("/clips/{watch}/{clip}", get(named_clip))
         .route("/feeds/{file}", get(feed::watch_feed))
@@ -163,7 +166,11 @@ async fn readyz(State(server): State<Arc<Server>>) -> Response {
     if server.is_ready() {
         "ready\n".into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "the store has not been read yet\n").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the store has not been read yet\n",
+        )
+            .into_response()
     }
 }
 
@@ -377,10 +384,7 @@ pub async fn clip_data(
 ) -> Result<Arc<ClipData>, Error> {
     let watches = server.watches();
     let Some(watch) = watches.get(&key.watch).cloned() else {
-        return Err(Error::not_found(
-            format!("no watch `{}`", key.watch),
-            form,
-        ));
+        return Err(Error::not_found(format!("no watch `{}`", key.watch), form));
     };
     let clip = match &key.clip {
         None => None,
@@ -394,12 +398,8 @@ pub async fn clip_data(
             }
         },
     };
-    let no_snapshot = || {
-        Error::not_found(
-            format!("watch `{}` has no snapshot yet", key.watch),
-            form,
-        )
-    };
+    let no_snapshot =
+        || Error::not_found(format!("watch `{}` has no snapshot yet", key.watch), form);
     let Some(current) = server.cache.current(&key.watch) else {
         return Err(no_snapshot());
     };
@@ -441,7 +441,15 @@ pub async fn html_of(
     let stylesheet = key
         .clip
         .as_ref()
-        .and_then(|c| server.watches().get(&key.watch)?.clips.get(c)?.stylesheet.clone())
+        .and_then(|c| {
+            server
+                .watches()
+                .get(&key.watch)?
+                .clips
+                .get(c)?
+                .stylesheet
+                .clone()
+        })
         .unwrap_or_else(|| render::HTML_STYLESHEET.to_owned());
     let variant = variant(Format::Html, &stylesheet, &params);
     if let Some(body) = data.render(&variant) {
@@ -511,7 +519,11 @@ async fn clip_response(
         Vec::new()
     };
     // The ETag: the clip's semantic hash, and what tells representations apart.
-    let mut tag = format!("{}-{}", &data.hash[..32.min(data.hash.len())], format.name());
+    let mut tag = format!(
+        "{}-{}",
+        &data.hash[..32.min(data.hash.len())],
+        format.name()
+    );
     if fragment && format == Format::Xml {
         tag.push_str("-f");
     }
@@ -641,7 +653,10 @@ mod tests {
     fn conditional_requests() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
         let mut h = HeaderMap::new();
-        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"abc-xml\""));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"abc-xml\""),
+        );
         assert!(not_modified(&h, "abc-xml", t));
         assert!(!not_modified(&h, "abc-json", t));
         h.insert(

@@ -97,12 +97,18 @@ pub async fn watch(
             clip: Some(name.clone()),
         };
         let (html, error) = match clip_data(&server, &key, Form::Html).await {
-            Ok(data) if data.count == 0 => (None, Some("selects nothing in the current snapshot".to_owned())),
+            Ok(data) if data.count == 0 => (
+                None,
+                Some("selects nothing in the current snapshot".to_owned()),
+            ),
             Ok(data) => match html_of(&server, &key, &data, Vec::new()).await {
                 Ok(h) => (Some(h.to_string()), None),
                 Err(e) => {
                     tracing::error!(watch = %id, clip = %name, error = %e, "cannot render a clip");
-                    (None, Some("cannot be rendered (see the server log)".to_owned()))
+                    (
+                        None,
+                        Some("cannot be rendered (see the server log)".to_owned()),
+                    )
                 }
             },
             Err(e) => (None, Some(e.message)),

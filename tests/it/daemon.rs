@@ -24,6 +24,11 @@ impl Daemon {
     /// Starts `semclip run --config dir/semclip.yaml`, logging to
     /// `dir/daemon-N.log`.
     pub fn start(dir: &Path) -> Daemon {
+        Daemon::start_with_env(dir, &[])
+    }
+
+    /// As [`Daemon::start`], with these environment variables set.
+    pub fn start_with_env(dir: &Path, env: &[(&str, &str)]) -> Daemon {
         let n = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
@@ -35,6 +40,7 @@ impl Daemon {
             .args(["run", "--log-level", "info", "--config"])
             .arg(dir.join("semclip.yaml"))
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)

@@ -1,0 +1,832 @@
+//! The clip server end to end: the real `semclip run` binary serving clips,
+//! feeds, the API and status pages over loopback, fed by a local fixture
+//! site; the status pages are loaded in headless Chromium.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::daemon::{Daemon, setup};
+use crate::fixture::Site;
+use crate::harness::free_port;
+
+const GAZP_ROW: &str = "//table[@label='Shares']/row[@key='GAZP']";
+
+/// A response, read whole.
+struct Got {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+}
+
+/// A blocking HTTP client for the tests (reqwest on a private runtime).
+struct Client {
+    rt: tokio::runtime::Runtime,
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    fn new(port: u16) -> Client {
+        Client {
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    fn send(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Got {
+        self.rt.block_on(async {
+            let mut req = self.http.request(method, format!("{}{path}", self.base));
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            let resp = req.send().await.unwrap();
+            let status = resp.status().as_u16();
+            let headers = resp.headers().clone();
+            let body = resp.text().await.unwrap();
+            Got {
+                status,
+                headers,
+                body,
+            }
+        })
+    }
+
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Got {
+        self.send(reqwest::Method::GET, path, headers)
+    }
+
+    /// Waits until `path` answers 200 with a body satisfying `f`.
+    fn wait_for(&self, path: &str, headers: &[(&str, &str)], f: impl Fn(&Got) -> bool) -> Got {
+        let start = Instant::now();
+        loop {
+            let got = self.get(path, headers);
+            if got.status == 200 && f(&got) {
+                return got;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{path} never became ready: last {} {}",
+                got.status,
+                got.body
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn repo_xslt() -> String {
+    format!("{}/xslt", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A daemon file with the server on `port`, and `extra`.
+fn server_setup(dir: &Path, port: u16, extra: &str, watches: &[(&str, String)]) {
+    setup(
+        dir,
+        &format!(
+            "listen: 127.0.0.1:{port}\nserver:\n  xslt: {}\n{extra}",
+            repo_xslt()
+        ),
+        watches,
+    );
+}
+
+/// A quotes watch with a GAZP row clip and the shares table.
+fn clip_watch(url: &str, public: bool) -> String {
+    format!(
+        "url: {url}\nschedule: {{every: 1s}}\nfetch: {{timeout: 5s, retries: 0}}\n\
+         clips:\n  gazp:\n    xpath: \"{GAZP_ROW}\"\n    public: {public}\n  \
+         shares:\n    xpath: \"//table[@label='Shares']\"\n\
+         thresholds:\n  - name: gazp-high\n    \
+         xpath: \"{GAZP_ROW}/cell[@col='Last']/@num\"\n    above: 300\n    notify: [log]\n"
+    )
+}
+
+#[test]
+fn a_clip_s_etag_follows_its_data_not_the_page_s_markup() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "",
+        &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+
+    let first = c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+    let etag = first.header("etag").expect("an ETag");
+    let modified = first.header("last-modified").expect("a Last-Modified");
+    assert_eq!(first.header("cache-control").as_deref(), Some("no-cache"));
+    assert!(first.body.starts_with("<?xml"), "{}", first.body);
+    assert!(first.body.contains("<clip watch=\"quotes\" name=\"gazp\""));
+    assert!(first.body.contains("num=\"251.3\""));
+    let fragment = c.get("/clips/quotes/gazp?fragment=1", &[]);
+    assert!(fragment.body.starts_with("<clip "), "{}", fragment.body);
+    assert_ne!(fragment.header("etag"), Some(etag.clone()));
+
+    // A portal's conditional request: 304 without a body.
+    let again = c.get("/clips/quotes/gazp", &[("if-none-match", &etag)]);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+
+    // Markup churn upstream: checked, but the clip keeps its ETag.
+    let seen = site.seen("/quotes.html").len();
+    site.churn_markup();
+    site.wait_for("/quotes.html", seen + 3, Duration::from_secs(20));
+    let churned = c.get("/clips/quotes/gazp", &[("if-none-match", &etag)]);
+    assert_eq!(churned.status, 304, "markup churn changed the ETag");
+    let whole = c.get("/clips/quotes", &[]);
+    assert_eq!(whole.status, 200);
+    assert!(whole.body.contains("<page"), "{}", whole.body);
+
+    // A data change: a new ETag, a later Last-Modified, the new value in every format.
+    site.set_price("268,40");
+    let changed = c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("268,40"));
+    let new_etag = changed.header("etag").unwrap();
+    assert_ne!(new_etag, etag);
+    let new_modified = changed.header("last-modified").unwrap();
+    assert!(
+        httpdate::parse_http_date(&new_modified).unwrap()
+            >= httpdate::parse_http_date(&modified).unwrap()
+    );
+    assert_eq!(
+        c.get("/clips/quotes/gazp", &[("if-none-match", &etag)])
+            .status,
+        200,
+        "the old ETag must not match any more"
+    );
+    let json = c.get("/clips/quotes/gazp?format=json", &[]);
+    assert_eq!(
+        json.header("content-type").as_deref(),
+        Some("application/json")
+    );
+    let v: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(v["count"], 1);
+    assert_eq!(v["nodes"][0]["key"], "GAZP");
+    assert_eq!(v["nodes"][0]["children"][0]["num"], "268.4");
+    let html = c.get("/clips/quotes/gazp?format=html", &[]);
+    assert_eq!(html.status, 200, "{}", html.body);
+    assert!(html.body.contains("268,40"), "{}", html.body);
+    let by_accept = c.get("/clips/quotes/gazp", &[("accept", "text/html")]);
+    assert_eq!(by_accept.header("etag"), html.header("etag"));
+    let rdf = c.get("/clips/quotes/gazp?format=rdf", &[]);
+    assert_eq!(rdf.status, 200, "{}", rdf.body);
+    assert!(rdf.body.contains("268.4"), "{}", rdf.body);
+    let ttl = c.get("/clips/quotes/gazp", &[("accept", "text/turtle")]);
+    assert_eq!(ttl.status, 200, "{}", ttl.body);
+    assert!(ttl.body.contains("268.4"), "{}", ttl.body);
+    let etags: BTreeSet<Option<String>> = [&changed, &json, &html, &rdf, &ttl]
+        .iter()
+        .map(|g| g.header("etag"))
+        .collect();
+    assert_eq!(etags.len(), 5, "one ETag per representation: {etags:?}");
+    for g in [&json, &html, &rdf, &ttl] {
+        let tag = g.header("etag").unwrap();
+        assert_eq!(
+            c.get(
+                &format!("/clips/quotes/gazp?format={}", format_of(g)),
+                &[("if-none-match", &tag)]
+            )
+            .status,
+            304
+        );
+    }
+
+    // The RDF/XML and the Turtle parse and hold the same triples.
+    let from_xml = rdf_triples(&rdf.body, false);
+    let from_ttl = rdf_triples(&ttl.body, true);
+    assert!(from_xml.len() > 10, "{}", rdf.body);
+    assert_eq!(from_xml, from_ttl);
+    assert!(
+        from_xml
+            .iter()
+            .any(|t| t.contains("268.4") && t.contains("#decimal")),
+        "{from_xml:?}"
+    );
+
+    assert_eq!(c.get("/clips/quotes/nope", &[]).status, 404);
+    assert_eq!(c.get("/clips/nope", &[]).status, 404);
+    assert_eq!(c.get("/clips/quotes/gazp?format=pdf", &[]).status, 400);
+
+    // The feeds list the change in data terms.
+    let feed = c.get("/feeds/quotes.atom", &[]);
+    assert_eq!(feed.status, 200);
+    let parsed = atom_syndication::Feed::read_from(feed.body.as_bytes()).unwrap();
+    let summaries: Vec<String> = parsed
+        .entries()
+        .iter()
+        .filter_map(|e| e.summary().map(|s| s.value.clone()))
+        .collect();
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.contains("GAZP") && s.contains("251,30 -> 268,40")),
+        "{summaries:?}"
+    );
+    let clip_feed =
+        atom_syndication::Feed::read_from(c.get("/feeds/quotes/gazp.atom", &[]).body.as_bytes())
+            .unwrap();
+    assert!(!clip_feed.entries().is_empty());
+    let all =
+        atom_syndication::Feed::read_from(c.get("/feeds/all.atom", &[]).body.as_bytes()).unwrap();
+    assert_eq!(all.entries().len(), parsed.entries().len());
+
+    // Metrics count clip requests by status.
+    let metrics = c.get("/metrics", &[]).body;
+    assert!(
+        metrics.contains("semclip_clip_requests_total{format=\"xml\",status=\"304\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("semclip_checks_total{outcome=\"changed\"}"));
+    assert_eq!(c.get("/healthz", &[]).status, 200);
+    assert_eq!(c.get("/readyz", &[]).status, 200);
+    drop(daemon);
+}
+
+fn format_of(g: &Got) -> &'static str {
+    match g.header("content-type").unwrap_or_default().as_str() {
+        "application/json" => "json",
+        "application/rdf+xml" => "rdf",
+        t if t.starts_with("text/html") => "html",
+        t if t.starts_with("text/turtle") => "ttl",
+        _ => "xml",
+    }
+}
+
+/// The triples of an RDF document, as sorted N-Triples lines.
+fn rdf_triples(body: &str, turtle: bool) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if turtle {
+        for t in oxttl::TurtleParser::new().for_slice(body.as_bytes()) {
+            out.insert(t.unwrap().to_string());
+        }
+    } else {
+        for t in oxrdfxml::RdfXmlParser::new().for_slice(body.as_bytes()) {
+            out.insert(t.unwrap().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn tokens_decide_who_reads_and_who_checks_and_public_clips_need_none() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("read.token"), "reader-token\n").unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "tokens:\n  portal: {secret: {file: read.token}, scopes: [read]}\n  \
+         ops: {secret: {env: SEMCLIP_TEST_ADMIN}, scopes: [admin]}\n",
+        &[("quotes", clip_watch(&site.url("/quotes.html"), true))],
+    );
+    let daemon = Daemon::start_with_env(dir.path(), &[("SEMCLIP_TEST_ADMIN", "admin-token")]);
+    let c = Client::new(port);
+    let read = [("authorization", "Bearer reader-token")];
+    let admin = [("authorization", "Bearer admin-token")];
+    c.wait_for("/clips/quotes/shares", &read, |_| true);
+
+    // Public clip: no token needed; the others need one.
+    let public = c.get("/clips/quotes/gazp", &[]);
+    assert_eq!(public.status, 200);
+    assert_eq!(public.header("cache-control").as_deref(), Some("no-cache"));
+    let denied = c.get("/clips/quotes/shares", &[]);
+    assert_eq!(denied.status, 401);
+    assert!(
+        denied
+            .header("www-authenticate")
+            .unwrap()
+            .contains("Bearer")
+    );
+    let private = c.get("/clips/quotes/shares", &read);
+    assert_eq!(private.status, 200);
+    assert_eq!(
+        private.header("cache-control").as_deref(),
+        Some("private, no-cache")
+    );
+    assert_eq!(
+        c.get("/clips/quotes/shares", &[("authorization", "Bearer wrong")])
+            .status,
+        401
+    );
+    // A wrong token is refused even on a public clip.
+    assert_eq!(
+        c.get("/clips/quotes/gazp", &[("authorization", "Bearer wrong")])
+            .status,
+        401
+    );
+    for path in [
+        "/status",
+        "/status/quotes",
+        "/api/watches",
+        "/feeds/all.atom",
+        "/metrics",
+    ] {
+        assert_eq!(c.get(path, &[]).status, 401, "{path}");
+        assert_eq!(c.get(path, &read).status, 200, "{path}");
+    }
+    // Basic authentication carries the token as its password (browsers, feed readers).
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "me:reader-token"
+        )
+    );
+    assert_eq!(c.get("/status", &[("authorization", &basic)]).status, 200);
+    assert_eq!(c.get("/healthz", &[]).status, 200);
+
+    // Check now: admin only.
+    let post = |h: &[(&str, &str)]| c.send(reqwest::Method::POST, "/api/watches/quotes/check", h);
+    assert_eq!(post(&[]).status, 401);
+    assert_eq!(post(&read).status, 403);
+    let before = site.seen("/quotes.html").len();
+    let queued = post(&admin);
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    daemon.wait_log("check requested", Duration::from_secs(10));
+    site.wait_for("/quotes.html", before + 1, Duration::from_secs(10));
+    assert_eq!(
+        c.send(reqwest::Method::POST, "/api/watches/nope/check", &admin)
+            .status,
+        404
+    );
+}
+
+/// The API's response schema for `GET path` (status 200 or 202) from the
+/// OpenAPI document, as a standalone JSON Schema.
+fn response_schema(
+    doc: &serde_json::Value,
+    path: &str,
+    method: &str,
+    status: &str,
+) -> serde_json::Value {
+    let schema =
+        &doc["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"];
+    assert!(!schema.is_null(), "no schema for {method} {path} {status}");
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": doc["components"],
+        "allOf": [schema],
+    })
+}
+
+fn assert_valid(doc: &serde_json::Value, path: &str, method: &str, status: &str, body: &str) {
+    let schema = response_schema(doc, path, method, status);
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let value: serde_json::Value = serde_json::from_str(body).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{method} {path}: {errors:?}\n{body}");
+}
+
+#[test]
+fn the_api_answers_as_its_openapi_document_says() {
+    // The served document is the committed one.
+    let generated = serde_json::to_string_pretty(&semclip::serve::openapi()).unwrap() + "\n";
+    let committed_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/openapi.json");
+    if std::env::var_os("SEMCLIP_BLESS").is_some() {
+        std::fs::write(&committed_path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "schema/openapi.json is out of date with src/serve: regenerate it with\n  \
+         SEMCLIP_BLESS=1 cargo test --test it serve::the_api_answers"
+    );
+
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "",
+        &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.get("/api/openapi.json", &[]).body).unwrap();
+    assert_eq!(
+        serde_json::to_string_pretty(&doc).unwrap() + "\n",
+        generated
+    );
+
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+    for price in ["268,40", "305,40", "296,10"] {
+        site.set_price(price);
+        c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains(price));
+    }
+    let watches = c.get("/api/watches", &[]);
+    assert_valid(&doc, "/api/watches", "get", "200", &watches.body);
+    let list: serde_json::Value = serde_json::from_str(&watches.body).unwrap();
+    assert_eq!(list[0]["id"], "quotes");
+    assert_eq!(list[0]["state"], "ok");
+    assert_eq!(list[0]["clips"].as_array().unwrap().len(), 2);
+
+    let one = c.get("/api/watches/quotes", &[]);
+    assert_valid(&doc, "/api/watches/{watch}", "get", "200", &one.body);
+    let thresholds = c.get("/api/watches/quotes/thresholds", &[]);
+    assert_valid(
+        &doc,
+        "/api/watches/{watch}/thresholds",
+        "get",
+        "200",
+        &thresholds.body,
+    );
+    let t: serde_json::Value = serde_json::from_str(&thresholds.body).unwrap();
+    assert_eq!(t[0]["name"], "gazp-high");
+    assert_eq!(t[0]["state"], "normal");
+    assert_eq!(t[0]["value"], 296.1);
+
+    let values = c.get(
+        "/api/watches/quotes/thresholds/gazp-high/values?limit=500",
+        &[],
+    );
+    assert_valid(
+        &doc,
+        "/api/watches/{watch}/thresholds/{name}/values",
+        "get",
+        "200",
+        &values.body,
+    );
+    let v: serde_json::Value = serde_json::from_str(&values.body).unwrap();
+    let read: Vec<f64> = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
+    let mut distinct = read.clone();
+    distinct.dedup();
+    assert_eq!(distinct, vec![251.3, 268.4, 305.4, 296.1], "{read:?}");
+
+    // Paging: one event per page, each older than the last, until the end.
+    let mut ids = Vec::new();
+    let mut before: Option<i64> = None;
+    loop {
+        let path = match before {
+            Some(b) => format!("/api/watches/quotes/changes?limit=1&before={b}"),
+            None => "/api/watches/quotes/changes?limit=1".to_owned(),
+        };
+        let page = c.get(&path, &[]);
+        assert_valid(
+            &doc,
+            "/api/watches/{watch}/changes",
+            "get",
+            "200",
+            &page.body,
+        );
+        let p: serde_json::Value = serde_json::from_str(&page.body).unwrap();
+        for ch in p["changes"].as_array().unwrap() {
+            ids.push(ch["id"].as_i64().unwrap());
+        }
+        match p["next_before"].as_i64() {
+            Some(b) => before = Some(b),
+            None => break,
+        }
+        assert!(ids.len() < 100);
+    }
+    let all = c.get("/api/watches/quotes/changes?limit=500", &[]);
+    let all: serde_json::Value = serde_json::from_str(&all.body).unwrap();
+    let all_ids: Vec<i64> = all["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, all_ids);
+    assert!(
+        ids.len() >= 3 && ids.windows(2).all(|w| w[0] > w[1]),
+        "{ids:?}"
+    );
+
+    let err = c.get("/api/watches/nope", &[]);
+    assert_eq!(err.status, 404);
+    assert_valid(&doc, "/api/watches/{watch}", "get", "404", &err.body);
+    assert_eq!(
+        c.get("/api/watches/quotes/changes?limit=0", &[]).status,
+        400
+    );
+    // Without tokens, check-now is refused: no admin can be identified.
+    let refused = c.send(reqwest::Method::POST, "/api/watches/quotes/check", &[]);
+    assert_eq!(refused.status, 403);
+    assert_valid(
+        &doc,
+        "/api/watches/{watch}/check",
+        "post",
+        "403",
+        &refused.body,
+    );
+    drop(daemon);
+}
+
+/// Debian's Chromium, if installed.
+fn chromium() -> Option<&'static str> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// Runs headless Chromium on `url` with `args` (no network beyond loopback,
+/// a fresh profile); gives stdout.
+fn run_chromium(bin: &str, profile: &Path, args: &[&str], url: &str) -> String {
+    let out = std::process::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed on {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_status_pages_render_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!(
+            "SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium); .ci/run installs it"
+        );
+        return;
+    };
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "",
+        &[
+            ("quotes", clip_watch(&site.url("/quotes.html"), false)),
+            (
+                "broken",
+                "url: http://127.0.0.1:9/nothing.html\nschedule: {every: 1s}\n\
+                 fetch: {timeout: 1s, retries: 0}\n"
+                    .to_owned(),
+            ),
+        ],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+    for price in ["268,40", "305,40"] {
+        site.set_price(price);
+        c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains(price));
+    }
+    c.wait_for("/api/watches/broken", &[], |g| {
+        g.body.contains("\"failing\"")
+    });
+
+    let profile = tempfile::tempdir().unwrap();
+    let overview = run_chromium(
+        bin,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/status", c.base),
+    );
+    assert!(overview.contains("data-watch=\"quotes\""), "{overview}");
+    assert!(overview.contains("data-watch=\"broken\""), "{overview}");
+    assert!(overview.contains("state-ok"), "{overview}");
+    assert!(overview.contains("state-failing"), "{overview}");
+
+    let page = run_chromium(
+        bin,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/status/quotes", c.base),
+    );
+    // The clip, rendered by its stylesheet, inside the page.
+    assert!(page.contains("id=\"clip-gazp\""), "{page}");
+    assert!(page.contains("305,40"), "{page}");
+    // The recent changes, in data terms.
+    assert!(
+        page.contains("268,40 -&gt; 305,40")
+            || page.contains("268,40 → 305,40")
+            || page.contains("268,40 -> 305,40"),
+        "{page}"
+    );
+    // The chart of the threshold's value: one point per value read.
+    assert!(page.contains("id=\"chart-gazp-high\""), "{page}");
+    assert!(page.contains("class=\"series\""), "{page}");
+    assert!(page.matches("<circle").count() >= 3, "{page}");
+    assert!(page.contains("threshold-alarm"), "{page}");
+
+    // Screenshots, kept for a person to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (name, path) in [
+        ("status-overview.png", "/status"),
+        ("status-quotes.png", "/status/quotes"),
+    ] {
+        let file = shots.join(name);
+        let _ = std::fs::remove_file(&file);
+        run_chromium(
+            bin,
+            profile.path(),
+            &[
+                &format!("--screenshot={}", file.display()),
+                "--window-size=1280,1800",
+            ],
+            &format!("{}{path}", c.base),
+        );
+        let png = std::fs::read(&file).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
+        assert!(
+            png.len() > 10_000,
+            "{name} is nearly empty ({} bytes)",
+            png.len()
+        );
+    }
+    drop(daemon);
+}
+
+/// Payloads a hostile page may hold, in text, attributes and links.
+const XSS: &[&str] = &[
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<svg onload=alert(1)>",
+    "<a href=\"javascript:alert(1)\">js link</a>",
+    "<a href=\" JaVaScRiPt:alert(1)\">mixed case</a>",
+    "<a href=\"&#106;avascript:alert(1)\">entity</a>",
+    "<a href=\"&#x6A;avascript:alert(1)\">hex entity</a>",
+    "<a href=\"java&#9;script:alert(1)\">tab</a>",
+    "<a href=\"vbscript:msgbox(1)\">vb</a>",
+    "<a href=\"data:text/html,&lt;script&gt;alert(1)&lt;/script&gt;\">data</a>",
+    "<div style=\"background:url(javascript:alert(1))\">css url</div>",
+    "<div style=\"width: expression(alert(1))\">css expression</div>",
+    "<iframe src=\"javascript:alert(1)\"></iframe>",
+    "<object data=\"x.swf\"></object>",
+    "<math><mi xlink:href=\"javascript:alert(1)\">m</mi></math>",
+    "\"><script>alert(1)</script>",
+    "</textarea><script>alert(1)</script>",
+    "<!--<script>alert(1)</script>-->",
+    "<style>@import 'http://evil.example/x.css';</style>",
+    "<base href=\"http://evil.example/\">",
+    "<meta http-equiv=\"refresh\" content=\"0;url=http://evil.example\">",
+    "<form action=\"http://evil.example\"><button>go</button></form>",
+    "&lt;script&gt;alert(1)&lt;/script&gt;",
+    "<p onmouseover=\"alert(1)\">hover</p>",
+    "<body onload=alert(1)>",
+];
+
+/// The XSS page: every payload in a heading, a table cell (as text and as
+/// link), a list item and a paragraph.
+fn xss_page() -> String {
+    let mut rows = String::new();
+    let mut items = String::new();
+    for (i, p) in XSS.iter().enumerate() {
+        rows.push_str(&format!("<tr><td>k{i}</td><td>{p}</td><td>{i}</td></tr>"));
+        items.push_str(&format!("<li>{p}</li>"));
+    }
+    format!(
+        "<!doctype html><html><head><title>XSS {}</title></head><body>\
+         <h1>Hostile {}</h1><table><caption>Payloads</caption>\
+         <tr><th>Key</th><th>Payload</th><th>N</th></tr>{rows}</table>\
+         <ul>{items}</ul><p>{}</p></body></html>",
+        XSS[0],
+        XSS[3],
+        XSS.join(" ")
+    )
+}
+
+/// Whether an HTML fragment could run script or restyle the portal.
+fn dangers(html: &str) -> Vec<String> {
+    let lower = html.to_ascii_lowercase();
+    let mut found = Vec::new();
+    for bad in [
+        "<script",
+        "<iframe",
+        "<svg",
+        "<style",
+        "<object",
+        "<math",
+        "<base",
+        "<meta",
+        "<form",
+        "<img",
+        "<embed",
+        "<link",
+        "style=",
+        "javascript:",
+        "vbscript:",
+        "data:text",
+        "expression(",
+    ] {
+        if lower.contains(bad) {
+            found.push(bad.to_owned());
+        }
+    }
+    // Event handlers: an attribute named on... inside a tag.
+    let doc = libxml::parser::Parser::default_html()
+        .parse_string(html)
+        .unwrap();
+    let mut stack = vec![doc.get_root_element().unwrap()];
+    while let Some(n) = stack.pop() {
+        for (name, value) in n.get_properties() {
+            if name.to_ascii_lowercase().starts_with("on") {
+                found.push(format!("{}[{name}]", n.get_name()));
+            }
+            if name == "href"
+                && !(value.starts_with("http://")
+                    || value.starts_with("https://")
+                    || value.starts_with("mailto:"))
+            {
+                found.push(format!("href={value}"));
+            }
+        }
+        stack.extend(n.get_child_elements());
+    }
+    found
+}
+
+#[test]
+fn html_clips_of_a_page_full_of_xss_payloads_carry_none_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("xss.html");
+    std::fs::write(&page, xss_page()).unwrap();
+    let url = url::Url::from_file_path(&page).unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "",
+        &[(
+            "xss",
+            format!(
+                "url: {url}\nschedule: {{every: 1h}}\n\
+                 clips:\n  table:\n    xpath: \"//table\"\n  items:\n    xpath: \"//list/item\"\n  \
+                 all:\n    xpath: \"/page\"\n"
+            ),
+        )],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+    let xml = c.wait_for("/clips/xss/table", &[], |_| true);
+    // The payloads are in the data (as text), so the test is not vacuous.
+    assert!(
+        xml.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{}",
+        xml.body
+    );
+    assert!(xml.body.contains("javascript:alert(1)"), "{}", xml.body);
+    for clip in ["table", "items", "all"] {
+        for query in [
+            "format=html",
+            "format=html&title=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        ] {
+            let html = c.get(&format!("/clips/xss/{clip}?{query}"), &[]);
+            assert_eq!(html.status, 200, "{clip}: {}", html.body);
+            assert!(
+                html.body.contains("alert(1)"),
+                "{clip}: the payload text should remain as text"
+            );
+            let found = dangers(&html.body);
+            assert!(
+                found.is_empty(),
+                "{clip} ?{query}: {found:?}\n{}",
+                html.body
+            );
+        }
+    }
+    let page = c.get("/status/xss", &[]);
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.to_ascii_lowercase().contains("<script"),
+        "{}",
+        page.body
+    );
+    drop(daemon);
+}
