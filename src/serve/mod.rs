@@ -1,3 +1,4 @@
 //! The clip server: clips, feeds, the JSON API and the status pages over HTTP.
 
+pub mod render;
 pub mod view;
