@@ -505,6 +505,31 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     if let Some(server) = &raw.server {
         server_settings(&server.value, &mut c.server, cx);
     }
+    // The server's default stylesheets must be there when it will serve.
+    if let (Some(_), Some(listen)) = (c.listen, &raw.listen) {
+        let at = raw
+            .server
+            .as_ref()
+            .and_then(|s| s.value.xslt.as_ref().map(|x| x.at))
+            .unwrap_or(listen.at);
+        let path = if raw.server.as_ref().is_some_and(|s| s.value.xslt.is_some()) {
+            "server.xslt"
+        } else {
+            "listen"
+        };
+        for name in ["html.xsl", "rdf.xsl"] {
+            if !c.server.xslt.join(name).is_file() {
+                cx.err(
+                    at,
+                    path,
+                    format!(
+                        "no {name} in the stylesheet directory {}: set server.xslt to semclip's xslt/ directory",
+                        c.server.xslt.display()
+                    ),
+                );
+            }
+        }
+    }
     if let Some(smtp) = &raw.smtp {
         let s = &smtp.value;
         let security = match s.security.as_ref().map(|s| s.value) {

@@ -38,7 +38,17 @@ fn time(t: SystemTime) -> FixedDateTime {
     chrono::DateTime::<chrono::Utc>::from(t).fixed_offset()
 }
 
-/// One change event in data terms: `update  Market / GAZP / Last: 251.3 -> 268.4 (+17.1)`.
+/// One change event in data terms, with its kind first:
+/// `update  Market / GAZP / Last: 251,30 -> 268,40 (+17.1)`.
+pub fn kind_line(change: &Value) -> String {
+    let kind = change
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("change");
+    format!("{kind:<7} {}", line(change))
+}
+
+/// One change event in data terms: `Market / GAZP / Last: 251,30 -> 268,40 (+17.1)`.
 pub fn line(change: &Value) -> String {
     let s = |k: &str| change.get(k).and_then(Value::as_str);
     let labels = |k: &str| {
@@ -81,7 +91,7 @@ pub fn line(change: &Value) -> String {
         ),
         _ => s("new").or(s("old")).unwrap_or("").to_owned(),
     };
-    format!("{kind:<7} {context}: {what}")
+    format!("{context}: {what}")
 }
 
 /// Whether a change touches one of the elements `ids` (or what is inside them).
@@ -119,7 +129,7 @@ fn entries_of(
         .filter_map(|group| {
             let first = group.first()?;
             let at = first.at;
-            let lines: Vec<String> = group.iter().map(|e| line(&e.change)).collect();
+            let lines: Vec<String> = group.iter().map(|e| kind_line(&e.change)).collect();
             let mut entry = Entry::default();
             entry.set_id(format!(
                 "tag:semclip,2026:{}/{}",
@@ -302,9 +312,13 @@ mod tests {
     fn lines_read_in_data_terms() {
         let c = json!({"kind": "update", "context": ["Market", "", "GAZP"], "old": "251,30",
                        "new": "268,40", "delta": "17.1"});
-        assert_eq!(line(&c), "update  Market / GAZP: 251,30 -> 268,40 (+17.1)");
+        assert_eq!(
+            kind_line(&c),
+            "update  Market / GAZP: 251,30 -> 268,40 (+17.1)"
+        );
+        assert_eq!(line(&c), "Market / GAZP: 251,30 -> 268,40 (+17.1)");
         let c = json!({"kind": "delete", "context": ["News"], "old": "Oil up"});
-        assert_eq!(line(&c), "delete  News: Oil up");
+        assert_eq!(kind_line(&c), "delete  News: Oil up");
     }
 
     #[test]

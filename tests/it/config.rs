@@ -168,7 +168,7 @@ fn the_examples_validate_with_their_environment() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     for line in [
-        "examples/semclip.yaml:16:13: smtp.password: environment variable SMTP_PASSWORD is not set",
+        "examples/semclip.yaml:24:13: smtp.password: environment variable SMTP_PASSWORD is not set",
         "examples/watches/members-report.yaml:16:17: fetch.auth.basic.password: environment variable PORTAL_PASSWORD is not set",
     ] {
         assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
@@ -567,4 +567,61 @@ fn every_bundled_file_is_valid_against_its_schema() {
     )
     .unwrap();
     assert!(watch.is_valid(&ok));
+}
+
+#[test]
+fn server_settings_and_clips_are_checked() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "listen: 127.0.0.1:8080\nserver:\n  public_url: \"ftp://x.example.org/\"\n  xslt: nowhere\n  \
+             cors_origins: [\"https://portal.example.org/path\", \"*\", \"https://ok.example.org\"]\n  \
+             max_in_flight: 0\n  cache_control: \"\"\n",
+        ),
+        (
+            "watches/a.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\nclips:\n  \"bad name\": {xpath: \"//table\"}\n  \
+             ok: {xpath: \"//table\", stylesheet: ../evil.xsl}\n  two: {xpath: \"//row\", stylesheet: missing.xsl}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &["--config", "semclip.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    // Paths print as given, relative to the daemon file's directory (the cwd here).
+    let xslt = Path::new("nowhere");
+    let expected = [
+        "semclip.yaml:3:15: server.public_url: use an http or https URL without query or fragment".to_owned(),
+        format!(
+            "semclip.yaml:4:9: server.xslt: no html.xsl in the stylesheet directory {}: set server.xslt to semclip's xslt/ directory",
+            xslt.display()
+        ),
+        format!(
+            "semclip.yaml:4:9: server.xslt: no rdf.xsl in the stylesheet directory {}: set server.xslt to semclip's xslt/ directory",
+            xslt.display()
+        ),
+        "semclip.yaml:5:18: server.cors_origins[0]: `https://portal.example.org/path` is not an origin: write SCHEME://HOST[:PORT] (no path), or \"*\"".to_owned(),
+        "semclip.yaml:6:18: server.max_in_flight: must be at least 1".to_owned(),
+        "semclip.yaml:7:18: server.cache_control: invalid header value: only visible ASCII, spaces and tabs".to_owned(),
+    ];
+    for line in &expected {
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "missing: {line}\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("clips.bad name: clip name `bad name` may only use A-Z a-z 0-9 . _ -"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("clips.ok.stylesheet: `../evil.xsl` is not a stylesheet name"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "clips.two.stylesheet: no stylesheet `missing.xsl` in {}",
+            xslt.display()
+        )),
+        "{stderr}"
+    );
 }

@@ -630,8 +630,14 @@ fn the_status_pages_render_in_headless_chromium() {
         &format!("{}/status/quotes", c.base),
     );
     // The clip, rendered by its stylesheet, inside the page.
-    assert!(page.contains("id=\"clip-gazp\""), "{page}");
-    assert!(page.contains("305,40"), "{page}");
+    let gazp = page
+        .split("id=\"clip-gazp\"")
+        .nth(1)
+        .and_then(|rest| rest.split("id=\"clip-shares\"").next())
+        .unwrap_or_else(|| panic!("no gazp clip section: {page}"));
+    assert!(gazp.contains("<table"), "{gazp}");
+    assert!(gazp.contains("305,40"), "{gazp}");
+    assert!(!gazp.contains("300,15"), "the gazp clip shows SBER: {gazp}");
     // The recent changes, in data terms.
     assert!(
         page.contains("268,40 -&gt; 305,40")
