@@ -395,3 +395,88 @@ fn last_change(
     }
     Ok(since)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Retention;
+    use std::time::Duration;
+
+    fn page(gazp: &str, sber: &str) -> String {
+        let html = format!(
+            "<html><body><table><caption>Shares</caption><tr><th>Ticker</th><th>Last</th></tr>\
+             <tr><td>GAZP</td><td>{gazp}</td></tr><tr><td>SBER</td><td>{sber}</td></tr></table></body></html>"
+        );
+        output::to_xml(
+            &Hierarchy::from_html(&html, None),
+            output::XmlOptions {
+                declaration: false,
+                indent: false,
+                source_url: true,
+            },
+        )
+    }
+
+    fn clip(xpath: &str) -> Clip {
+        Clip {
+            xpath: xpath.to_owned(),
+            description: None,
+            public: false,
+            stylesheet: None,
+            cache_control: None,
+        }
+    }
+
+    #[test]
+    fn a_clip_s_last_change_is_when_its_own_data_last_changed() -> Result<(), Box<dyn std::error::Error>> {
+        let mut store = Store::open_in_memory()?;
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let versions = [("251,30", "300,15"), ("251,30", "301,00"), ("251,30", "302,50")];
+        for (i, (g, s)) in versions.iter().enumerate() {
+            let xml = page(g, s);
+            let at = t0 + Duration::from_secs(60 * i as u64);
+            store.record("q", &format!("h{i}"), &xml, at, &[], &Retention::default())?;
+        }
+        let gazp = clip("//row[@key='GAZP']");
+        let sber = clip("//row[@key='SBER']");
+        let g = compute(&store, "q", Some(("gazp", &gazp)), None)?;
+        let s = compute(&store, "q", Some(("sber", &sber)), None)?;
+        assert_eq!(g.last_modified, t0, "GAZP never changed");
+        assert_eq!(s.last_modified, t0 + Duration::from_secs(120));
+        assert_eq!(g.count, 1);
+        assert!(g.xml.starts_with("<clip watch=\"q\" name=\"gazp\""), "{}", g.xml);
+        assert!(g.xml.contains("251,30") && !g.xml.contains("302,50"), "{}", g.xml);
+        assert_eq!(g.json["nodes"][0]["key"], "GAZP");
+
+        // A new snapshot where only SBER moved keeps GAZP's hash and time.
+        let at = t0 + Duration::from_secs(180);
+        store.record("q", "h3", &page("251,30", "303,00"), at, &[], &Retention::default())?;
+        let g2 = compute(&store, "q", Some(("gazp", &gazp)), Some(&g))?;
+        assert_eq!(g2.hash, g.hash);
+        assert_eq!(g2.last_modified, t0);
+        assert!(g2.snapshot_id > g.snapshot_id);
+        let s2 = compute(&store, "q", Some(("sber", &sber)), Some(&s))?;
+        assert_ne!(s2.hash, s.hash);
+        assert_eq!(s2.last_modified, at);
+
+        // The whole page: the snapshot's hash and time.
+        let whole = compute(&store, "q", None, None)?;
+        assert_eq!(whole.hash, "h3");
+        assert_eq!(whole.last_modified, at);
+        assert!(whole.xml.starts_with("<page"), "{}", whole.xml);
+
+        // A clip that selects nothing is empty, not an error.
+        let none = compute(&store, "q", Some(("none", &clip("//row[@key='NOPE']"))), None)?;
+        assert_eq!(none.count, 0);
+        assert!(
+            none.xml.contains("count=\"0\"") && none.xml.ends_with("/>\n"),
+            "{}",
+            none.xml
+        );
+        assert!(matches!(
+            compute(&store, "other", None, None),
+            Err(ClipError::NoSnapshot(_))
+        ));
+        Ok(())
+    }
+}

@@ -554,7 +554,17 @@ async fn clip_response(
                 format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", data.xml).into()
             }
         }
-        Format::Json => data.json.to_string().into(),
+        Format::Json => {
+            let v = variant(Format::Json, "", &[]);
+            match data.render(&v) {
+                Some(j) => j,
+                None => {
+                    let j: Arc<str> = data.json.to_string().into();
+                    data.keep(v, Arc::clone(&j));
+                    j
+                }
+            }
+        }
         Format::Html => html_of(server, &key, &data, params)
             .await
             .map_err(|e| render_error(&e, form))?,
