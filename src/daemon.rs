@@ -377,13 +377,12 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
                 }
                 let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
             }
-            Some(Event::CheckNow(id)) => {
-                if watches.contains_key(&id) && !in_flight.contains(&id) {
-                    queue.retain(|(_, q)| q != &id);
-                    queue.insert((SystemTime::now(), id.clone()));
-                    tracing::info!(watch = %id, "check requested");
-                }
+            Some(Event::CheckNow(id)) if watches.contains_key(&id) && !in_flight.contains(&id) => {
+                queue.retain(|(_, q)| q != &id);
+                queue.insert((SystemTime::now(), id.clone()));
+                tracing::info!(watch = %id, "check requested");
             }
+            Some(Event::CheckNow(_)) => {}
             Some(Event::Stop) => break,
         }
     }

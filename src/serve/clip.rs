@@ -428,10 +428,15 @@ mod tests {
     }
 
     #[test]
-    fn a_clip_s_last_change_is_when_its_own_data_last_changed() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_clip_s_last_change_is_when_its_own_data_last_changed()
+    -> Result<(), Box<dyn std::error::Error>> {
         let mut store = Store::open_in_memory()?;
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let versions = [("251,30", "300,15"), ("251,30", "301,00"), ("251,30", "302,50")];
+        let versions = [
+            ("251,30", "300,15"),
+            ("251,30", "301,00"),
+            ("251,30", "302,50"),
+        ];
         for (i, (g, s)) in versions.iter().enumerate() {
             let xml = page(g, s);
             let at = t0 + Duration::from_secs(60 * i as u64);
@@ -444,13 +449,28 @@ mod tests {
         assert_eq!(g.last_modified, t0, "GAZP never changed");
         assert_eq!(s.last_modified, t0 + Duration::from_secs(120));
         assert_eq!(g.count, 1);
-        assert!(g.xml.starts_with("<clip watch=\"q\" name=\"gazp\""), "{}", g.xml);
-        assert!(g.xml.contains("251,30") && !g.xml.contains("302,50"), "{}", g.xml);
+        assert!(
+            g.xml.starts_with("<clip watch=\"q\" name=\"gazp\""),
+            "{}",
+            g.xml
+        );
+        assert!(
+            g.xml.contains("251,30") && !g.xml.contains("302,50"),
+            "{}",
+            g.xml
+        );
         assert_eq!(g.json["nodes"][0]["key"], "GAZP");
 
         // A new snapshot where only SBER moved keeps GAZP's hash and time.
         let at = t0 + Duration::from_secs(180);
-        store.record("q", "h3", &page("251,30", "303,00"), at, &[], &Retention::default())?;
+        store.record(
+            "q",
+            "h3",
+            &page("251,30", "303,00"),
+            at,
+            &[],
+            &Retention::default(),
+        )?;
         let g2 = compute(&store, "q", Some(("gazp", &gazp)), Some(&g))?;
         assert_eq!(g2.hash, g.hash);
         assert_eq!(g2.last_modified, t0);
@@ -466,7 +486,12 @@ mod tests {
         assert!(whole.xml.starts_with("<page"), "{}", whole.xml);
 
         // A clip that selects nothing is empty, not an error.
-        let none = compute(&store, "q", Some(("none", &clip("//row[@key='NOPE']"))), None)?;
+        let none = compute(
+            &store,
+            "q",
+            Some(("none", &clip("//row[@key='NOPE']"))),
+            None,
+        )?;
         assert_eq!(none.count, 0);
         assert!(
             none.xml.contains("count=\"0\"") && none.xml.ends_with("/>\n"),

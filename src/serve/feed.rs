@@ -161,7 +161,7 @@ fn entries_of(
             Some((at, entry))
         })
         .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|e| std::cmp::Reverse(e.0));
     out
 }
 
@@ -177,7 +177,7 @@ fn escape(s: &str) -> String {
 }
 
 fn feed(server: &Server, path: &str, title: String, mut entries: Vec<(SystemTime, Entry)>) -> Feed {
-    entries.sort_by(|a, b| b.0.cmp(&a.0));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.0));
     entries.truncate(ENTRIES);
     let mut feed = Feed::default();
     feed.set_title(Text::plain(title));

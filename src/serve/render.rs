@@ -698,6 +698,7 @@ fn check_rdf(xml: &str) -> Result<(), RenderError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
 
