@@ -41,6 +41,20 @@ const MAX_NESTING: usize = 64;
 /// The widest stretch of the expression [`XPathSyntaxError`]'s `Display` shows.
 const SNIPPET_WIDTH: usize = 72;
 
+/// libxml2's options for documents semclip made itself: strict (no
+/// recovery), silent (problems come back as values), no network, UTF-8
+/// whatever the declaration says (a `&str` is UTF-8).
+pub(crate) fn strict_options() -> ParserOptions<'static> {
+    ParserOptions {
+        recover: false,
+        no_error: true,
+        no_warning: true,
+        no_net: true,
+        encoding: Some("UTF-8"),
+        ..ParserOptions::default()
+    }
+}
+
 /// An error of this stage: checking an expression, parsing the document or evaluating.
 #[derive(Debug, thiserror::Error)]
 pub enum XPathError {
@@ -1388,18 +1402,11 @@ impl HierarchyDoc {
     /// is UTF-8. Malformed XML is an [`XPathError::Xml`] naming libxml2's first
     /// complaint and where it is; libxml2 prints nothing.
     pub fn parse(xml: &str) -> Result<Self, XPathError> {
-        let options = ParserOptions {
-            recover: false,
-            no_error: true,
-            no_warning: true,
-            no_net: true,
-            encoding: Some("UTF-8"),
-            ..ParserOptions::default()
-        };
-        let document = match XmlParser::default().parse_string_with_diagnostics(xml, options) {
-            Ok((document, _warnings)) => document,
-            Err(failure) => return Err(xml_error(failure)),
-        };
+        let document =
+            match XmlParser::default().parse_string_with_diagnostics(xml, strict_options()) {
+                Ok((document, _warnings)) => document,
+                Err(failure) => return Err(xml_error(failure)),
+            };
         let mut context = Context::new(&document).map_err(|()| XPathError::Context)?;
         // Relative expressions start at the root node, as in XSLT: `page/section` works.
         let root = document.as_node();

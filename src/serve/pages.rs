@@ -581,11 +581,15 @@ fn fmt_coord(x: f64) -> String {
     if !x.is_finite() {
         return "0".to_owned();
     }
-    let s = format!("{x:.2}");
+    trimmed(&format!("{x:.2}"))
+}
+
+/// A formatted decimal without trailing zeros (or point), and `-0` as `0`.
+fn trimmed(s: &str) -> String {
     let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.')
     } else {
-        &s
+        s
     };
     if s == "-0" {
         "0".to_owned()
@@ -609,17 +613,7 @@ fn fmt_value(v: f64) -> String {
         abs.log10().floor() as i32
     };
     let decimals = usize::try_from((5 - digits).clamp(0, 6)).unwrap_or(0);
-    let s = format!("{v:.decimals$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        &s
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s.to_owned()
-    }
+    trimmed(&format!("{v:.decimals$}"))
 }
 
 /// Seconds since the epoch (negative before it).

@@ -575,15 +575,9 @@ fn parse_stylesheet(dir: &Path, name: &str, path: &Path) -> Result<Stylesheet, R
 
 /// Parses the clip document: strict XML, read as UTF-8, no network.
 fn parse_clip(xml: &str) -> Result<Document, RenderError> {
-    let options = ParserOptions {
-        recover: false,
-        no_error: true,
-        no_warning: true,
-        no_net: true,
-        encoding: Some("UTF-8"),
-        ..ParserOptions::default()
-    };
-    let document = match Parser::default().parse_string_with_diagnostics(xml, options) {
+    let document = match Parser::default()
+        .parse_string_with_diagnostics(xml, crate::xpath::strict_options())
+    {
         Ok((document, _warnings)) => document,
         Err(failure) => {
             return Err(RenderError::Input {
