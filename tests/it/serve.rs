@@ -115,8 +115,9 @@ fn clip_watch(url: &str, public: bool) -> String {
     )
 }
 
-#[test]
-fn a_clip_s_etag_follows_its_data_not_the_page_s_markup() {
+/// The fixture site with GAZP at 251,30 and a daemon serving a quotes
+/// watch of it (clips `gazp` and `shares`, the GAZP threshold).
+fn quotes_server() -> (Site, tempfile::TempDir, Daemon, Client) {
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -127,7 +128,12 @@ fn a_clip_s_etag_follows_its_data_not_the_page_s_markup() {
         &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
     );
     let daemon = Daemon::start(dir.path());
-    let c = Client::new(port);
+    (site, dir, daemon, Client::new(port))
+}
+
+#[test]
+fn a_clip_s_etag_follows_its_data_not_the_page_s_markup() {
+    let (site, _dir, daemon, c) = quotes_server();
 
     let first = c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
     let etag = first.header("etag").expect("an ETag");
@@ -413,17 +419,7 @@ fn the_api_answers_as_its_openapi_document_says() {
          SEMCLIP_BLESS=1 cargo test --test it serve::the_api_answers"
     );
 
-    let site = Site::start("251,30");
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    server_setup(
-        dir.path(),
-        port,
-        "",
-        &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
-    );
-    let daemon = Daemon::start(dir.path());
-    let c = Client::new(port);
+    let (site, _dir, daemon, c) = quotes_server();
     let doc: serde_json::Value =
         serde_json::from_str(&c.get("/api/openapi.json", &[]).body).unwrap();
     assert_eq!(
