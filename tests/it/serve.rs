@@ -47,22 +47,34 @@ impl Client {
         }
     }
 
-    fn send(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Got {
+    fn try_send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Result<Got> {
         self.rt.block_on(async {
-            let mut req = self.http.request(method, format!("{}{path}", self.base));
+            let mut req = self
+                .http
+                .request(method, format!("{}{path}", self.base))
+                .timeout(Duration::from_secs(20));
             for (k, v) in headers {
                 req = req.header(*k, *v);
             }
-            let resp = req.send().await.unwrap();
+            let resp = req.send().await?;
             let status = resp.status().as_u16();
             let headers = resp.headers().clone();
-            let body = resp.text().await.unwrap();
-            Got {
+            let body = resp.text().await?;
+            Ok(Got {
                 status,
                 headers,
                 body,
-            }
+            })
         })
+    }
+
+    fn send(&self, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Got {
+        self.try_send(method, path, headers).unwrap()
     }
 
     fn get(&self, path: &str, headers: &[(&str, &str)]) -> Got {
@@ -73,15 +85,15 @@ impl Client {
     fn wait_for(&self, path: &str, headers: &[(&str, &str)], f: impl Fn(&Got) -> bool) -> Got {
         let start = Instant::now();
         loop {
-            let got = self.get(path, headers);
-            if got.status == 200 && f(&got) {
-                return got;
-            }
+            // Connection refused while the server starts is not an answer yet.
+            let last = match self.try_send(reqwest::Method::GET, path, headers) {
+                Ok(got) if got.status == 200 && f(&got) => return got,
+                Ok(got) => format!("{} {}", got.status, got.body),
+                Err(e) => e.to_string(),
+            };
             assert!(
                 start.elapsed() < Duration::from_secs(20),
-                "{path} never became ready: last {} {}",
-                got.status,
-                got.body
+                "{path} never became ready: last {last}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -831,4 +843,101 @@ fn html_clips_of_a_page_full_of_xss_payloads_carry_none_of_them() {
         page.body
     );
     drop(daemon);
+}
+
+#[test]
+fn semclip_serve_serves_a_store_alone_with_cors_for_the_portal() {
+    let (site, dir, daemon, c) = quotes_server();
+    let etag = c
+        .wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"))
+        .header("etag")
+        .unwrap();
+    assert!(daemon.stop().success());
+    drop(site);
+
+    // The same store and watches, served by `semclip serve` on another port.
+    let config = dir.path().join("semclip.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("  cors_origins: [\"https://portal.example.org\"]\n");
+    text.push_str("tokens:\n  ops: {secret: {env: SEMCLIP_TEST_OPS}, scopes: [admin]}\n");
+    std::fs::write(&config, text).unwrap();
+    let port = free_port();
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut child = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_semclip"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--config",
+            ])
+            .arg(&config)
+            .env("SEMCLIP_TEST_OPS", "ops-token")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let c = Client::new(port);
+    let ops = ("authorization", "Bearer ops-token");
+    let got = c.wait_for(
+        "/clips/quotes/gazp",
+        &[("origin", "https://portal.example.org"), ops],
+        |_| true,
+    );
+    assert_eq!(
+        got.header("etag"),
+        Some(etag.clone()),
+        "same data, same ETag"
+    );
+    assert_eq!(
+        got.header("access-control-allow-origin").as_deref(),
+        Some("https://portal.example.org")
+    );
+    assert!(
+        got.header("access-control-expose-headers")
+            .unwrap()
+            .to_ascii_lowercase()
+            .contains("etag")
+    );
+    let other = c.get(
+        "/clips/quotes/gazp",
+        &[("origin", "https://evil.example.org"), ops],
+    );
+    assert_eq!(other.status, 200);
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    assert_eq!(
+        c.get("/clips/quotes/gazp", &[("if-none-match", &etag), ops])
+            .status,
+        304
+    );
+    // No scheduler here: check-now is a conflict, even for an admin.
+    let refused = c.send(reqwest::Method::POST, "/api/watches/quotes/check", &[ops]);
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status();
+    let start = Instant::now();
+    let exit = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+}
+
+/// A child process killed when dropped (a failing test leaves none behind).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
