@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::Server;
 use super::auth::Need;
 use super::routes::{Error, Form, require};
-use super::view::Health;
+use super::view::{Health, WatchRow};
 use crate::check::bounds_of;
 use crate::store::{ThresholdRecord, WatchState, WatchStatus};
 
@@ -265,29 +265,47 @@ pub fn ids(server: &Server, g: &Gathered) -> Vec<String> {
     ids
 }
 
-/// The summary of one watch.
-pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
+/// One watch's state as the store and the watch files give it: the one
+/// place both the API and the status pages read it from.
+pub fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
     let watches = server.watches();
     let watch = watches.get(id);
     let status = g.statuses.get(id);
-    let state = g.states.get(id);
     let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
-    WatchSummary {
+    WatchRow {
         id: id.to_owned(),
         title: watch.and_then(|w| w.title.clone()),
-        url: watch.map(|w| w.url.to_string()),
-        state: health_name(health(watch.is_some(), status)).to_owned(),
-        last_check: status.and_then(|s| s.last_attempt).map(rfc3339),
-        last_success: status.and_then(|s| s.last_success).map(rfc3339),
-        last_change: state.map(|s| rfc3339(s.last_changed)),
-        next_run: status.and_then(|s| s.next_run).map(rfc3339),
+        url: watch.map(|w| w.url.to_string()).unwrap_or_default(),
+        health: health(watch.is_some(), status),
+        last_check: status.and_then(|s| s.last_attempt),
+        last_change: g.states.get(id).map(|s| s.last_changed),
+        next_run: status.and_then(|s| s.next_run),
         failures: status.map_or(0, |s| s.failures),
         last_error: status
             .filter(|s| s.failures > 0)
             .and_then(|s| s.last_error.clone()),
-        snapshots: state.map_or(0, |s| s.snapshots),
-        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
         alarms: records.iter().filter(|r| r.state == "alarm").count(),
+        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
+    }
+}
+
+/// The summary of one watch.
+pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
+    let watches = server.watches();
+    let watch = watches.get(id);
+    let r = row(server, g, id);
+    WatchSummary {
+        url: watch.is_some().then_some(r.url),
+        state: health_name(r.health).to_owned(),
+        last_check: r.last_check.map(rfc3339),
+        last_success: g.statuses.get(id).and_then(|s| s.last_success).map(rfc3339),
+        last_change: r.last_change.map(rfc3339),
+        next_run: r.next_run.map(rfc3339),
+        failures: r.failures,
+        last_error: r.last_error,
+        snapshots: g.states.get(id).map_or(0, |s| s.snapshots),
+        thresholds: r.thresholds,
+        alarms: r.alarms,
         clips: watch
             .map(|w| {
                 w.clips
@@ -302,6 +320,8 @@ pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
                     .collect()
             })
             .unwrap_or_default(),
+        id: r.id,
+        title: r.title,
     }
 }
 

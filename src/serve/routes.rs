@@ -486,19 +486,18 @@ async fn clip_response(
 ) -> Result<Response, Error> {
     let form = Form::Text;
     let watches = server.watches();
-    let public = clip
+    let configured = clip
         .as_ref()
-        .and_then(|c| watches.get(&watch)?.clips.get(c))
-        .is_some_and(|c| c.public);
+        .and_then(|c| watches.get(&watch)?.clips.get(c));
+    let public = configured.is_some_and(|c| c.public);
     require(
         server,
         headers,
         if public { Need::Nothing } else { Need::Read },
         form,
     )?;
-    let cache_control = clip
-        .as_ref()
-        .and_then(|c| watches.get(&watch)?.clips.get(c)?.cache_control.clone())
+    let cache_control = configured
+        .and_then(|c| c.cache_control.clone())
         .or_else(|| server.daemon.server.cache_control.clone())
         .unwrap_or_else(|| {
             if public || !server.tokens.any() {

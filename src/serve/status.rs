@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::Server;
-use super::api::{Gathered, gather, health, ids};
+use super::api::{gather, ids, row};
 use super::auth::Need;
 use super::clip::ClipKey;
 use super::routes::{Error, Form, clip_data, html_of, require};
@@ -32,28 +32,6 @@ fn html(body: String) -> Response {
         body,
     )
         .into_response()
-}
-
-fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
-    let watches = server.watches();
-    let watch = watches.get(id);
-    let status = g.statuses.get(id);
-    let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
-    WatchRow {
-        id: id.to_owned(),
-        title: watch.and_then(|w| w.title.clone()),
-        url: watch.map(|w| w.url.to_string()).unwrap_or_default(),
-        health: health(watch.is_some(), status),
-        last_check: status.and_then(|s| s.last_attempt),
-        last_change: g.states.get(id).map(|s| s.last_changed),
-        next_run: status.and_then(|s| s.next_run),
-        failures: status.map_or(0, |s| s.failures),
-        last_error: status
-            .filter(|s| s.failures > 0)
-            .and_then(|s| s.last_error.clone()),
-        alarms: records.iter().filter(|r| r.state == "alarm").count(),
-        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
-    }
 }
 
 /// `GET /status`.
