@@ -185,6 +185,116 @@ impl Dom {
         self.nodes.len() <= 1
     }
 
+    /// The `<body>` element (or `<frameset>`), if the page has one.
+    pub fn body(&self) -> Option<NodeId> {
+        let html = self.child_element(DOCUMENT, "html")?;
+        self.child_element(html, "body")
+            .or_else(|| self.child_element(html, "frameset"))
+    }
+
+    /// The text of `id` and its descendants in document order (scripts,
+    /// styles and templates left out), whitespace runs collapsed to one
+    /// space and trimmed. Block element boundaries separate words; inline
+    /// elements (`<b>`, `<a>`, `<span>` ...) do not.
+    pub fn text_content(&self, id: NodeId) -> String {
+        enum Step {
+            Enter(NodeId),
+            Boundary,
+        }
+        let mut out = String::new();
+        let mut space = false;
+        let mut stack = vec![Step::Enter(id)];
+        while let Some(step) = stack.pop() {
+            let n = match step {
+                Step::Boundary => {
+                    space = true;
+                    continue;
+                }
+                Step::Enter(n) => n,
+            };
+            match &self.nodes[n].data {
+                NodeData::Text(t) => {
+                    let mut words = t.split_whitespace().peekable();
+                    if words.peek().is_none() {
+                        space |= !t.is_empty();
+                        continue;
+                    }
+                    space |= t.starts_with(char::is_whitespace);
+                    for word in words {
+                        if space && !out.is_empty() {
+                            out.push(' ');
+                        }
+                        out.push_str(word);
+                        space = true;
+                    }
+                    space = t.ends_with(char::is_whitespace);
+                }
+                NodeData::Element(e)
+                    if matches!(&*e.name, "script" | "style" | "noscript" | "template") => {}
+                NodeData::Element(e) => {
+                    let block = !is_inline(&e.name);
+                    if block {
+                        stack.push(Step::Boundary);
+                    }
+                    let before = stack.len();
+                    stack.extend(self.children(n).map(Step::Enter));
+                    stack[before..].reverse();
+                    if block {
+                        space = true;
+                    }
+                }
+                NodeData::Document => {
+                    let before = stack.len();
+                    stack.extend(self.children(n).map(Step::Enter));
+                    stack[before..].reverse();
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The absolute XPath of element `id` from `<body>`, every step indexed
+    /// among same-name element siblings: `/body[1]/div[3]/ul[1]/li[2]`.
+    ///
+    /// This is the convention of the next-eval record data set (and of a
+    /// browser's `document.evaluate` on the same page), so extraction
+    /// results can be scored against it and replayed in a browser. Elements
+    /// outside `<body>` get a path from `<html>` (`/html[1]/head[1]/...`);
+    /// `None` for a node that is not an element.
+    pub fn index_xpath(&self, id: NodeId) -> Option<String> {
+        self.element(id)?;
+        let mut steps: Vec<String> = Vec::new();
+        let mut cur = id;
+        loop {
+            let e = self.element(cur)?;
+            let position = 1 + std::iter::successors(self.nodes[cur].prev_sibling, |&s| {
+                self.nodes[s].prev_sibling
+            })
+            .filter(|&s| self.element(s).is_some_and(|o| o.name == e.name))
+            .count();
+            steps.push(format!("{}[{position}]", e.name));
+            if &*e.name == "body" || &*e.name == "html" {
+                break;
+            }
+            match self.nodes[cur].parent {
+                Some(p) if self.element(p).is_some() => cur = p,
+                _ => break,
+            }
+        }
+        steps.reverse();
+        Some(steps.iter().fold(String::new(), |mut acc, s| {
+            acc.push('/');
+            acc.push_str(s);
+            acc
+        }))
+    }
+
+    /// The parent of `id`.
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes[id].parent
+    }
+
     fn append(&mut self, parent: NodeId, child: NodeId) {
         self.detach(child);
         self.nodes[child].depth = self.nodes[parent].depth.saturating_add(1);
@@ -275,6 +385,41 @@ impl Node {
             depth: 0,
         }
     }
+}
+
+/// True for phrasing elements that do not break a line of text.
+pub fn is_inline(name: &str) -> bool {
+    matches!(
+        name,
+        "a" | "abbr"
+            | "b"
+            | "bdi"
+            | "bdo"
+            | "cite"
+            | "code"
+            | "data"
+            | "dfn"
+            | "em"
+            | "font"
+            | "i"
+            | "img"
+            | "kbd"
+            | "mark"
+            | "q"
+            | "s"
+            | "samp"
+            | "small"
+            | "span"
+            | "strike"
+            | "strong"
+            | "sub"
+            | "sup"
+            | "time"
+            | "tt"
+            | "u"
+            | "var"
+            | "wbr"
+    )
 }
 
 /// Iterator over a node's children.
@@ -549,6 +694,32 @@ mod tests {
             })
             .collect();
         assert_eq!(texts, ["one & two"]);
+    }
+
+    #[test]
+    fn index_xpath_counts_same_name_siblings_from_body() {
+        let dom =
+            Dom::parse("<body><div>a</div><p>x</p><div><ul><li>1</li><li>2</li></ul></div></body>");
+        let li = dom
+            .find_descendant(DOCUMENT, "ul")
+            .and_then(|ul| dom.children(ul).nth(1));
+        let li = li.unwrap_or_else(|| panic!("no li"));
+        assert_eq!(
+            dom.index_xpath(li).as_deref(),
+            Some("/body[1]/div[2]/ul[1]/li[2]")
+        );
+        assert_eq!(dom.text_content(DOCUMENT), "a x 1 2");
+    }
+
+    #[test]
+    fn text_content_joins_inline_text_without_inventing_spaces() {
+        let dom = Dom::parse(
+            "<div><p>Hel<b>lo</b> wor<i>ld</i><script>x()</script>!</p><p>Next</p>  </div>",
+        );
+        let div = dom
+            .find_descendant(DOCUMENT, "div")
+            .unwrap_or_else(|| panic!("no div"));
+        assert_eq!(dom.text_content(div), "Hello world! Next");
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
 //! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
 //! - [`document`]: read a saved hierarchy document back;
-//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite.
+//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite;
+//! - [`template`]: structural similarity, clustering and templates of a site's pages (ALGORITHMS.md §4, §5);
+//! - [`extract`]: article, record and keyword-region extraction (ALGORITHMS.md §5, §6).
 
 pub mod check;
 pub mod cli;
@@ -23,6 +25,7 @@ pub mod demo;
 pub mod diff;
 pub mod document;
 pub mod dom;
+pub mod extract;
 pub mod fetch;
 pub mod hierarchy;
 pub mod metrics;
@@ -35,6 +38,7 @@ pub mod schedule;
 pub mod serve;
 pub mod source;
 pub mod store;
+pub mod template;
 pub mod threshold;
 pub mod xpath;
 

@@ -1,0 +1,241 @@
+//! The simplified page tree that every structural measure works on
+//! (ALGORITHMS.md §4, "Simplify").
+//!
+//! From the parsed [`Dom`]: the subtree of `<body>`, without scripts,
+//! styles, `<link>`, `<noscript>`, `<template>`, comments and
+//! whitespace-only text; formatting elements (`<b>`, `<i>`, `<span>`,
+//! `<font>` ...) are dropped and their content lifted into their parent.
+//! What is left is stored in pre-order in one `Vec`, so a subtree is the
+//! contiguous run `i..end` and walking it needs no recursion.
+
+use html5ever::LocalName;
+
+use crate::dom::{Dom, NodeData, NodeId};
+
+/// Deepest node kept (deeper content is dropped from the structure; the
+/// DOM already caps nesting at [`crate::dom::MAX_PARSE_DEPTH`]).
+pub const MAX_TREE_DEPTH: u32 = 256;
+
+/// One node of a [`PageTree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PNode {
+    /// The element's local name, or `#text` for a text node.
+    pub tag: LocalName,
+    /// Depth below the root (the root is 0).
+    pub depth: u32,
+    /// Pre-order index of the parent (`None` for the root).
+    pub parent: Option<u32>,
+    /// One past the last pre-order index of this node's subtree.
+    pub end: u32,
+    /// The DOM node it came from (for a text node: the DOM text node).
+    pub dom: NodeId,
+}
+
+impl PNode {
+    /// True for a text node.
+    pub fn is_text(&self) -> bool {
+        &*self.tag == TEXT
+    }
+
+    /// Number of nodes in the subtree, itself included.
+    pub fn size(&self, index: usize) -> usize {
+        self.end as usize - index
+    }
+}
+
+/// The label of text nodes.
+pub const TEXT: &str = "#text";
+
+/// A page's simplified tree, in pre-order (`nodes[0]` is the root,
+/// normally `<body>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageTree {
+    /// The nodes in pre-order.
+    pub nodes: Vec<PNode>,
+}
+
+impl PageTree {
+    /// Builds the simplified tree of `dom`, rooted at `<body>` (or the
+    /// document element when there is no body). Empty for an empty DOM.
+    pub fn from_dom(dom: &Dom) -> PageTree {
+        let root = dom.body().or_else(|| {
+            dom.children(crate::dom::DOCUMENT)
+                .find(|&c| dom.element(c).is_some())
+        });
+        let mut tree = PageTree { nodes: Vec::new() };
+        if let Some(root) = root {
+            tree.push_subtree(dom, root);
+        }
+        tree
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when the tree has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Pre-order indices of the children of node `i`.
+    pub fn children(&self, i: usize) -> TreeChildren<'_> {
+        TreeChildren {
+            tree: self,
+            next: i + 1,
+            end: self.nodes.get(i).map_or(0, |n| n.end as usize),
+        }
+    }
+
+    fn push_subtree(&mut self, dom: &Dom, root: NodeId) {
+        // (dom node, parent index, depth); children pushed in reverse so
+        // they pop in document order. A node's `end` is fixed when the
+        // walk leaves its subtree: every node pushed after it with a
+        // larger depth belongs to it.
+        let mut stack: Vec<(NodeId, Option<u32>, u32)> = vec![(root, None, 0)];
+        let mut open: Vec<usize> = Vec::new();
+        while let Some((n, parent, depth)) = stack.pop() {
+            let (tag, descend) = match &dom.node(n).data {
+                NodeData::Text(t) if !t.trim().is_empty() => (LocalName::from(TEXT), false),
+                NodeData::Element(e) => {
+                    if is_dropped(&e.name) {
+                        continue;
+                    }
+                    if is_formatting(&e.name) && parent.is_some() {
+                        // Lift the children into the parent, same depth.
+                        let before = stack.len();
+                        stack.extend(dom.children(n).map(|c| (c, parent, depth)));
+                        stack[before..].reverse();
+                        continue;
+                    }
+                    (e.name.clone(), depth < MAX_TREE_DEPTH)
+                }
+                _ => continue,
+            };
+            while let Some(&top) = open.last() {
+                if self.nodes[top].depth >= depth {
+                    self.nodes[top].end = self.nodes.len() as u32;
+                    open.pop();
+                } else {
+                    break;
+                }
+            }
+            let index = self.nodes.len();
+            self.nodes.push(PNode {
+                tag,
+                depth,
+                parent,
+                end: index as u32 + 1,
+                dom: n,
+            });
+            if descend {
+                open.push(index);
+                let before = stack.len();
+                stack.extend(dom.children(n).map(|c| (c, Some(index as u32), depth + 1)));
+                stack[before..].reverse();
+            }
+        }
+        let len = self.nodes.len() as u32;
+        for i in open {
+            self.nodes[i].end = len;
+        }
+    }
+}
+
+/// Iterator over a node's children in a [`PageTree`].
+pub struct TreeChildren<'a> {
+    tree: &'a PageTree,
+    next: usize,
+    end: usize,
+}
+
+impl Iterator for TreeChildren<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.next >= self.end {
+            return None;
+        }
+        let cur = self.next;
+        self.next = self.tree.nodes[cur].end as usize;
+        Some(cur)
+    }
+}
+
+/// Elements dropped with their content.
+fn is_dropped(name: &str) -> bool {
+    matches!(
+        name,
+        "script" | "style" | "link" | "noscript" | "template" | "meta" | "iframe"
+    )
+}
+
+/// Formatting elements dropped with their content kept.
+pub fn is_formatting(name: &str) -> bool {
+    matches!(
+        name,
+        "b" | "i"
+            | "u"
+            | "s"
+            | "em"
+            | "strong"
+            | "font"
+            | "span"
+            | "small"
+            | "big"
+            | "sup"
+            | "sub"
+            | "tt"
+            | "strike"
+            | "mark"
+            | "abbr"
+            | "cite"
+            | "code"
+            | "kbd"
+            | "var"
+            | "wbr"
+            | "br"
+            | "nobr"
+            | "center"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(t: &PageTree) -> Vec<String> {
+        t.nodes
+            .iter()
+            .map(|n| format!("{}{}", n.tag, n.depth))
+            .collect()
+    }
+
+    #[test]
+    fn simplifies_and_orders_nodes_pre_order_with_subtree_ends() {
+        let dom = Dom::parse(
+            "<body><div><a href=x>one <b>bold</b></a><script>x</script><p>two</p></div>\
+             <!-- c --><div>  </div></body>",
+        );
+        let t = PageTree::from_dom(&dom);
+        assert_eq!(
+            shape(&t),
+            [
+                "body0", "div1", "a2", "#text3", "#text3", "p2", "#text3", "div1"
+            ]
+        );
+        assert_eq!(t.nodes[0].end as usize, t.len());
+        assert_eq!(t.nodes[1].end, 7);
+        assert_eq!(t.nodes[2].end, 5);
+        assert_eq!(t.children(0).collect::<Vec<_>>(), [1, 7]);
+        assert_eq!(t.children(1).collect::<Vec<_>>(), [2, 5]);
+        assert_eq!(t.nodes[5].parent, Some(1));
+        assert!(t.nodes[3].is_text());
+    }
+
+    #[test]
+    fn empty_page_gives_a_body_only() {
+        let t = PageTree::from_dom(&Dom::parse(""));
+        assert_eq!(shape(&t), ["body0"]);
+    }
+}
