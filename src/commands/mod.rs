@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod diff;
+pub mod extract;
 pub mod hierarchy;
 pub mod run;
 pub mod serve;

@@ -251,6 +251,13 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
 }
 
 /// What the head gives: title, language, keywords.
+/// The page's `<title>` and language, as the hierarchy's root reads them,
+/// without building the rest.
+pub fn title_and_lang(dom: &Dom) -> (Option<String>, Option<String>) {
+    let head = Head::read(dom);
+    (head.title, head.lang)
+}
+
 struct Head {
     title: Option<String>,
     lang: Option<String>,
