@@ -16,6 +16,7 @@ mod daemon;
 mod diff;
 mod fixture;
 mod harness;
+mod layout;
 mod markup;
 mod notify;
 mod props;
