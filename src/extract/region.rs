@@ -48,21 +48,40 @@
 //!    else the ancestor with most similar siblings.
 //! 5. **Denoising.** Records are not only the nodes holding keywords (two
 //!    keywords would give two records): every node at the same tag path
-//!    below the root whose *shape* (the set of tag paths in its subtree,
-//!    formatting tags lifted) has a Jaccard similarity of at least
-//!    [`SIMILARITY`] with a keyword-holding record is a record. Records that
-//!    are wrappers with a single element child and no text of their own are
-//!    replaced by that child.
-//! 6. **Multi-element records.** When the keyword-holding siblings never
+//!    below the root whose *shape* has a Jaccard similarity of at least
+//!    [`SIMILARITY`] with a keyword-holding record is a record. A shape is
+//!    the set of tag paths in a node's subtree, formatting tags lifted;
+//!    every node adds its path twice, ending in its tag alone and in its
+//!    tag with its first class without digits (`td.title/span` and
+//!    `td.title/span.rank`; generated classes such as `css-1x2y` are
+//!    skipped): the bare tags keep rows with and without an optional badge
+//!    together, the classes tell a title row from a subtext row.
+//! 6. **Containers of records.** When the keywords came from different
+//!    lists (or rows of a grid), the records found so far are the lists.
+//!    If inside each keyword-holding record the first node on the way down
+//!    to the keyword with at least two similar children has children that
+//!    are not table cells, hold at least [`LIST_SHARE`] of the record's
+//!    text (headings aside), and are not field-like unless there are more
+//!    of them than records, those children are the records (repeated while
+//!    it applies). Records that are chains of single-child wrappers (no
+//!    text of their own) around an `<article>`, HTML's element for a
+//!    self-contained item, are replaced by the article. Other wrappers are
+//!    kept: on next-eval, the truth marks the outer repeated element more
+//!    often than the inner one.
+//! 7. **Multi-element records.** When the keyword-holding siblings never
 //!    follow one another directly (Hacker News: title row, subtext row,
 //!    spacer row), a record is a run of siblings from one *starter* (the
 //!    earliest sibling kind that repeats about as often) to the next
-//!    ([`Grouping::Blocks`]); when the hits sit under different headings
-//!    that are siblings (`h3 p p ul h3 p ...`), a record is a heading and
-//!    what follows it ([`Grouping::Sections`]). Elements without text or
-//!    image are left out of a record (spacers).
-//! 7. **Main data region.** Each area gives a region; the one with most
-//!    records is the main data region (paper, definition 3).
+//!    ([`Grouping::Blocks`]); when the hits sit under different sibling
+//!    headings and a section holds more than one kind of element
+//!    (`h3 p ul h3 p ul`), a record is a heading and what follows it
+//!    ([`Grouping::Sections`]), unless the keyword-holding kind comes in
+//!    runs longer than [`MAX_SECTION_RUN`] (dates over hourly rows: the
+//!    rows are the records). Elements without text or image are left out
+//!    of a record (spacers).
+//! 8. **Main data region.** Each area gives a region; the one with most
+//!    records is the main data region (paper, definition 3), the area with
+//!    most runs winning ties.
 //!
 //! # Fields
 //!
@@ -72,7 +91,7 @@
 //! a link gets the link's `href`. A field's *key* is its tag path inside the
 //! record with the first class of each step (`td.price/span`) plus its
 //! occurrence number; keys are numbered in order of first appearance over
-//! the records, field `fN` is key number N. The keys are stored in the
+//! the records, field `fN` is key number N. The keys (hashed) are stored in the
 //! wrapper, so [`apply`] on a later version names the same field the same.
 
 use std::cell::RefCell;
@@ -109,6 +128,10 @@ pub const SMALL_FACTOR: usize = 2;
 /// of records under group headings.
 pub const MAX_SECTION_RUN: usize = 3;
 
+/// Deepest chain of single-child wrappers looked through for an
+/// `<article>` record.
+const MAX_WRAPPERS: usize = 3;
+
 /// Share of a container's text its repeated items must hold for the
 /// container to be a list of records rather than a record.
 pub const LIST_SHARE: f64 = 0.7;
@@ -116,8 +139,6 @@ pub const LIST_SHARE: f64 = 0.7;
 /// Most keyword matches considered (a one-letter keyword matches
 /// everywhere; further matches are ignored).
 pub const MAX_MATCHES: usize = 20_000;
-
-const SHAPE_CLASSES: bool = true;
 
 /// Most nodes of a subtree looked at for its shape.
 const MAX_SHAPE_NODES: usize = 3_000;
@@ -164,9 +185,11 @@ pub struct Wrapper {
     /// How record nodes make records.
     #[serde(default)]
     pub grouping: Grouping,
-    /// Field keys in naming order: field `f1` is key 0 (see the module doc).
+    /// 32-bit FNV-1a hashes of the field keys in naming order: field `f1`
+    /// is key 0 (see the module doc). Hashes, because keys are long tag
+    /// paths and only their identity matters.
     #[serde(default)]
-    pub fields: Vec<String>,
+    pub fields: Vec<u32>,
 }
 
 /// Why no region was found.
@@ -332,11 +355,7 @@ pub fn text_index_paths(dom: &Dom) -> Vec<(NodeId, Vec<u32>)> {
     let mut stack = vec![(body, Vec::new())];
     while let Some((n, path)) = stack.pop() {
         match &dom.node(n).data {
-            NodeData::Text(t) => {
-                if !t.trim().is_empty() {
-                    out.push((n, path));
-                }
-            }
+            NodeData::Text(t) if !t.trim().is_empty() => out.push((n, path)),
             NodeData::Element(_) => {
                 let mut items = Vec::new();
                 let mut i = 0u32;
@@ -773,8 +792,8 @@ impl<'a> Index<'a> {
         runs.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// Groups runs by template (module doc, step 3), in document order of
-    /// their first run.
+    /// Groups runs by template (module doc, step 3): areas with most runs
+    /// first, in document order of their first run among equals.
     fn areas(&self, matches: &[Match], runs: &[Run]) -> Vec<Area> {
         let mut keys: FxHashMap<(String, Vec<(usize, u32)>), usize> = FxHashMap::default();
         let mut areas: Vec<Area> = Vec::new();
@@ -794,7 +813,7 @@ impl<'a> Index<'a> {
             areas[a].runs.push(r);
         }
         // Most runs first, so that ties in record count go to them.
-        areas.sort_by(|a, b| b.runs.len().cmp(&a.runs.len()));
+        areas.sort_by_key(|a| std::cmp::Reverse(a.runs.len()));
         areas
     }
 
@@ -909,8 +928,9 @@ impl<'a> Index<'a> {
     }
 
     /// The subtree shape of `n`: sorted hashes of the tag paths below it
-    /// (`#` for text), formatting tags lifted, at most
-    /// [`MAX_SHAPE_NODES`] nodes looked at.
+    /// (`#` for text), each step by tag and by tag and stable class,
+    /// formatting tags lifted, at most [`MAX_SHAPE_NODES`] nodes looked at
+    /// (module doc, step 5).
     fn shape(&self, n: NodeId) -> Rc<Vec<u32>> {
         if let Some(s) = self.shapes.borrow().get(&n) {
             return s.clone();
@@ -933,7 +953,7 @@ impl<'a> Index<'a> {
                         let plain = fnv_step(h, &e.name);
                         out.push(plain);
                         match e.attr("class").and_then(stable_class) {
-                            Some(class) if SHAPE_CLASSES => {
+                            Some(class) => {
                                 let hc = fnv_step(plain, class);
                                 out.push(hc);
                                 hc
@@ -964,11 +984,11 @@ impl<'a> Index<'a> {
     fn textless(&self, n: NodeId) -> bool {
         self.text_of(n).is_empty()
             && self.dom.find_descendant(n, "img").is_none()
-            && !self.tag(n).is_some_and(|t| &**t == "img")
+            && self.tag(n).is_none_or(|t| &**t != "img")
     }
 
     /// Builds the region rooted at `root` whose records include `hits`,
-    /// `marks` being the keyword matches (module doc, steps 5 and 6).
+    /// `marks` being the keyword matches (module doc, steps 5 to 7).
     ///
     /// `descend` allows going down into containers of records; the climb
     /// turns it off, as it asks how often the climbed node itself repeats.
@@ -1026,6 +1046,21 @@ impl<'a> Index<'a> {
                 shapes = ex.iter().map(|&e| self.shape(e)).collect();
                 starters = self.expand(root, &rel, &shapes, grouping);
             }
+            // Wrappers around an `<article>` (HTML's self-contained item):
+            // the article is the record.
+            if let Some(path) = self.article_chain(&starters) {
+                let inner = |n: NodeId| {
+                    path.iter()
+                        .try_fold(n, |cur, _| self.kids(cur).first().copied())
+                };
+                starters = starters.iter().filter_map(|&s| inner(s)).collect();
+                shapes = ex
+                    .iter()
+                    .filter_map(|&e| inner(e))
+                    .map(|e| self.shape(e))
+                    .collect();
+                rel.extend(path);
+            }
         }
         let records = self.group(&starters, grouping);
         Some(Layout {
@@ -1035,6 +1070,38 @@ impl<'a> Index<'a> {
             grouping,
             records,
         })
+    }
+
+    /// When every node of `nodes` is a chain of wrappers (one element
+    /// child, no text of its own) down to an `<article>`, at most
+    /// [`MAX_WRAPPERS`] deep and with the same tags, those tags.
+    fn article_chain(&self, nodes: &[NodeId]) -> Option<Vec<LocalName>> {
+        let mut path: Option<Vec<LocalName>> = None;
+        for &n in nodes {
+            let mut cur = n;
+            let mut tags = Vec::new();
+            loop {
+                let own_text = self.dom.children(cur).any(
+                    |c| matches!(&self.dom.node(c).data, NodeData::Text(t) if !t.trim().is_empty()),
+                );
+                let kids = self.kids(cur);
+                if own_text || kids.len() != 1 || tags.len() >= MAX_WRAPPERS {
+                    return None;
+                }
+                cur = kids[0];
+                let tag = self.tag(cur)?.clone();
+                let done = &*tag == "article";
+                tags.push(tag);
+                if done {
+                    break;
+                }
+            }
+            if path.as_ref().is_some_and(|p| *p != tags) {
+                return None;
+            }
+            path = Some(tags);
+        }
+        path
     }
 
     /// Length of the text of the headings in `n`'s subtree outside
@@ -1125,7 +1192,7 @@ impl<'a> Index<'a> {
         path.map(|p| (p, items))
     }
 
-    /// Decides how siblings make records (module doc, step 6) and returns
+    /// Decides how siblings make records (module doc, step 7) and returns
     /// the example starters.
     fn grouping(&self, kids: &[NodeId], hit_kids: &[NodeId]) -> (Grouping, Vec<NodeId>) {
         let plain = (
@@ -1332,7 +1399,7 @@ impl<'a> Index<'a> {
 
     /// The public region of a layout, naming fields after `keys` (extended
     /// with new keys in order of appearance).
-    fn region(&self, l: &Layout, mut keys: Vec<String>) -> Region {
+    fn region(&self, l: &Layout, mut keys: Vec<u32>) -> Region {
         let mut records = Vec::with_capacity(l.records.len());
         for rec in &l.records {
             let mut fields = Vec::new();
@@ -1380,7 +1447,7 @@ impl<'a> Index<'a> {
         &self,
         member: NodeId,
         seen: &mut FxHashMap<String, usize>,
-        keys: &mut Vec<String>,
+        keys: &mut Vec<u32>,
         out: &mut Vec<Field>,
     ) {
         // (node, key path, enclosing link)
@@ -1422,6 +1489,7 @@ impl<'a> Index<'a> {
                 } else {
                     format!("{path}#{k}")
                 };
+                let key = fnv_step(FNV_OFFSET, &key);
                 let idx = match keys.iter().position(|x| *x == key) {
                     Some(i) => i,
                     None => {
@@ -1500,12 +1568,12 @@ fn stable_class(class: &str) -> Option<&str> {
         .find(|c| !c.bytes().any(|b| b.is_ascii_digit()))
 }
 
-/// A field-key step: the tag and its first class.
+/// A field-key step: the tag and its first class without digits.
 fn step(dom: &Dom, n: NodeId) -> String {
     let Some(e) = dom.element(n) else {
         return String::new();
     };
-    match e.attr("class").and_then(|c| c.split_whitespace().next()) {
+    match e.attr("class").and_then(stable_class) {
         Some(c) => format!("{}.{c}", e.name),
         None => e.name.to_string(),
     }
