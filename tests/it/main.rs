@@ -21,6 +21,7 @@ mod markup;
 mod notify;
 mod props;
 mod refresh;
+mod region;
 mod serve;
 mod source;
 mod store;
