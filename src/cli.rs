@@ -30,6 +30,8 @@ pub enum Command {
     Xpath(XpathArgs),
     /// Extract a page's article, its data records, or the data region around keywords.
     Extract(ExtractArgs),
+    /// Learn the templates of a site's pages and store them under a name.
+    Learn(LearnArgs),
     /// Print the semantic changes between two pages (exit 0 same, 1 different).
     Diff(DiffArgs),
     /// Run watches once and print what changed and what is alerted (exit 1 if alerts).
@@ -222,6 +224,29 @@ pub enum ExtractFormat {
     Json,
     /// Plain text for people.
     Text,
+}
+
+/// Arguments of `semclip learn`.
+#[derive(Debug, clap::Args)]
+pub struct LearnArgs {
+    /// The template set's name ([A-Za-z0-9._-]+), as watches name it in `layout.template`.
+    pub name: String,
+    /// Pages of one site: files, directories (their .html and .htm files), or URLs.
+    #[arg(required = true)]
+    pub sources: Vec<String>,
+    /// Structural distance (1 - depth-weighted LCS similarity) below which pages share a
+    /// template.
+    #[arg(long, default_value_t = crate::template::cluster::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// Pages a template needs; smaller groups stay pending until more such pages are seen.
+    #[arg(long, default_value_t = 2)]
+    pub min_pages: usize,
+    /// Print the clusters only; store nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Configuration (where the store is).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip xpath`.
