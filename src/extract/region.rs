@@ -678,15 +678,16 @@ impl<'a> Index<'a> {
         a
     }
 
+    /// The ancestor-or-self of `n` at `depth` (`<body>` if shallower).
     fn ancestor_at(&self, mut n: NodeId, depth: u32) -> NodeId {
-        while self.depth[n] > depth {
+        while self.depth[n] > depth && n != self.body {
             n = self.parent(n);
         }
         n
     }
 
     fn is_ancestor(&self, a: NodeId, mut n: NodeId) -> bool {
-        while self.depth[n] > self.depth[a] {
+        while self.depth[n] > self.depth[a] && n != self.body {
             n = self.parent(n);
         }
         n == a
