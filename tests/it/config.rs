@@ -447,7 +447,7 @@ fn extract_clips_and_layout_settings_are_checked() {
         "clips.none: give xpath (what to select) or extract (article, records or region)",
         "clips.region.keywords: `extract: region` needs keywords",
         "clips.words.keywords: keywords belong to `extract: region` clips",
-        "watches/kind.yaml:4:18: clips.kind.extract: unknown variant `summary`",
+        "watches/kind.yaml:4:19: clips.kind.extract: unknown variant `summary`, expected one of article, records, region",
         "layout.template: `no good` is not a template set name",
         "layout.max_drift: a drift in (0, 1]",
         "layout.notify",

@@ -78,7 +78,7 @@ fn a_redesign_raises_one_layout_event_naming_the_lost_clip() {
             "quotes",
             format!(
                 "url: {url}\nschedule: {{every: 1h}}\n\
-                 clips:\n  shares: {{xpath: \"/page/table[@label='Shares']\"}}\n\
+                 clips:\n  shares: {{xpath: \"//table[@label='Shares']\"}}\n\
                  layout: {{notify: [log]}}\n"
             ),
         )],
