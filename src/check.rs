@@ -223,7 +223,7 @@ pub async fn check(
                         let decoded = page.decode();
                         let url = page.url.as_ref().map(ToString::to_string);
                         let previous = previous_layout(store, &watch.id);
-                        let templates = watch
+                        let mut templates = watch
                             .layout
                             .template
                             .as_deref()
@@ -233,7 +233,7 @@ pub async fn check(
                             url.as_deref(),
                             &watch,
                             &previous,
-                            templates.as_ref(),
+                            templates.as_mut(),
                         );
                         let h = &page.hierarchy;
                         match refresh::prepare(store, &watch.id, h, &watch.ignore) {

@@ -84,25 +84,30 @@ pub fn build_page(
     url: Option<&str>,
     watch: &Watch,
     previous: &LayoutState,
-    templates: Option<&TemplateSet>,
+    templates: Option<&mut TemplateSet>,
 ) -> WatchPage {
     let dom = Dom::parse(html);
     let tree = PageTree::from_dom(&dom);
     let sketch = Sketch::of_tree(&tree, None);
+    // Drift from the nearest template, and that template's data regions.
+    let mut data_roots = Vec::new();
     let template_drift = templates.and_then(|set| {
-        set.nearest_tree(&tree)
-            .map(|(index, similarity)| (index, (1.0 - similarity).clamp(0.0, 1.0)))
+        let features = set.features(&tree);
+        let (index, _) = set.nearest(&features)?;
+        let template = set.templates.get(index)?;
+        if watch.data_only {
+            data_roots = maximal_elements(&tree, &template.data_nodes(&features.sequence));
+        }
+        Some((index, template.drift(&features.sequence).clamp(0.0, 1.0)))
     });
     let has_extract = watch.clips.values().any(|c| c.extract.is_some());
     let mut hierarchy = if watch.data_only && !has_extract {
-        match (templates, template_drift) {
-            (Some(set), Some((index, _))) => {
-                let roots = set.data_roots(index, &tree);
-                build_parts(&dom, url, &roots)
-            }
+        if template_drift.is_some() {
+            build_parts(&dom, url, &data_roots)
+        } else {
             // No template learned yet: compare the whole page rather than
             // nothing.
-            _ => build(&dom, url),
+            build(&dom, url)
         }
     } else if watch.data_only {
         let mut h = build_parts(&dom, url, &[]);
@@ -173,6 +178,28 @@ pub fn build_page(
         wrappers,
         moved,
     }
+}
+
+/// The DOM elements at the tree indices `nodes` that are not inside
+/// another of them, in document order: the roots of the data regions.
+fn maximal_elements(tree: &PageTree, nodes: &[usize]) -> Vec<crate::dom::NodeId> {
+    let mut sorted: Vec<usize> = nodes
+        .iter()
+        .copied()
+        .filter(|&i| tree.nodes.get(i).is_some_and(|n| !n.is_text()))
+        .collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut roots = Vec::new();
+    let mut covered_until = 0usize;
+    for i in sorted {
+        if i < covered_until {
+            continue;
+        }
+        covered_until = tree.nodes[i].end as usize;
+        roots.push(tree.nodes[i].dom);
+    }
+    roots
 }
 
 /// A "layout changed" event.

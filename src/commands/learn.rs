@@ -81,7 +81,7 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         })
         .await
         .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
-        trees.push((spec.clone(), tree));
+        trees.push(tree);
     }
     if trees.is_empty() {
         anyhow::bail!("no page could be read");
@@ -89,14 +89,13 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     let threshold = args.threshold;
     let min_pages = args.min_pages.max(1);
     let n = trees.len();
-    let (set, names) = tokio::task::spawn_blocking(move || {
+    let set = tokio::task::spawn_blocking(move || {
         let mut interner = Interner::new();
         let pages: Vec<PageFeatures> = trees
             .iter()
-            .map(|(_, t)| PageFeatures::new(t, &mut interner))
+            .map(|t| PageFeatures::new(t, &mut interner))
             .collect();
-        let names: Vec<String> = trees.into_iter().map(|(s, _)| s).collect();
-        (TemplateSet::learn(interner, pages, threshold, min_pages), names)
+        TemplateSet::learn(interner, pages, threshold, min_pages)
     })
     .await
     .map_err(|e| anyhow::anyhow!("the learning worker failed: {e}"))?;
@@ -109,8 +108,15 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         if set.pending.len() == 1 { "" } else { "s" },
     )?;
     for (i, t) in set.templates.iter().enumerate() {
-        writeln!(out, "  template {i}: {}", t.describe(&names))?;
+        let optional: usize = t.optional.iter().map(Vec::len).sum();
+        writeln!(
+            out,
+            "  template {i}: {} pages, {} essential nodes, {optional} optional parts",
+            t.members,
+            t.essential.len(),
+        )?;
     }
+
     if args.dry_run {
         return Ok(Outcome::Success);
     }
