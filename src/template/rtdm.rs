@@ -78,8 +78,9 @@ pub trait RtdmCosts {
             parent: Some(j),
             left: None,
         };
-        t1.children(i)
-            .fold(0, |acc: Cost, c| acc.saturating_add(self.delete(t1, c, t2, at)))
+        t1.children(i).fold(0, |acc: Cost, c| {
+            acc.saturating_add(self.delete(t1, c, t2, at))
+        })
     }
 
     /// Cost of inserting every child subtree of `j` under `i` (the mirror
@@ -89,8 +90,9 @@ pub trait RtdmCosts {
             parent: Some(i),
             left: None,
         };
-        t2.children(j)
-            .fold(0, |acc: Cost, c| acc.saturating_add(self.insert(t1, t2, c, at)))
+        t2.children(j).fold(0, |acc: Cost, c| {
+            acc.saturating_add(self.insert(t1, t2, c, at))
+        })
     }
 }
 
@@ -376,7 +378,15 @@ impl Rtdm {
     }
 
     /// Pushes a frame for `(p, q)` with its matrix borders filled.
-    fn push_frame<C: RtdmCosts>(&mut self, t1: &LTree, p: usize, t2: &LTree, q: usize, base: Cost, costs: &C) {
+    fn push_frame<C: RtdmCosts>(
+        &mut self,
+        t1: &LTree,
+        p: usize,
+        t2: &LTree,
+        q: usize,
+        base: Cost,
+        costs: &C,
+    ) {
         let k1 = self.start1[p];
         let m = self.start1[p + 1] - k1;
         let k2 = self.start2[q];
@@ -567,14 +577,16 @@ impl Rtdm {
                             left: Some(x),
                         },
                     ));
-                    // Ties: map rather than delete, delete rather than
-                    // insert (larger mappings make better pattern merges).
-                    let (v, act) = if s <= d && s <= ins {
-                        (s, REPLACE)
-                    } else if d <= ins {
+                    // Ties as in the thesis: insert, then delete, then
+                    // replace. Traced back from the end, this aligns equal
+                    // siblings from the front, so the extra ones of the
+                    // longer list come last (where a pattern's `*` goes).
+                    let (v, act) = if ins <= d && ins <= s {
+                        (ins, INSERT)
+                    } else if d <= s {
                         (d, DELETE)
                     } else {
-                        (ins, INSERT)
+                        (s, REPLACE)
                     };
                     self.mat[cell] = v;
                     self.actions[cell] = act;
@@ -764,7 +776,11 @@ mod tests {
         struct Star(u32);
         impl RtdmCosts for Star {
             fn replace(&self, t1: &LTree, i: usize, t2: &LTree, j: usize) -> Cost {
-                if t1.label(i) == t2.label(j) { 0 } else { INFINITE }
+                if t1.label(i) == t2.label(j) {
+                    0
+                } else {
+                    INFINITE
+                }
             }
             fn delete(&self, t1: &LTree, i: usize, _: &LTree, _: Context) -> Cost {
                 if t1.label(i) == self.0 { 0 } else { INFINITE }
@@ -822,7 +838,10 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(w.distance(&a, &b, &UnitCosts), 2);
             assert_eq!(w.mapping(&a, &c, &UnitCosts).cost, 4);
-            assert_eq!(w.mapping(&a, &b, &UnitCosts).mapping, [(0, 0), (1, 1), (3, 2)]);
+            assert_eq!(
+                w.mapping(&a, &b, &UnitCosts).mapping,
+                [(0, 0), (1, 1), (3, 2)]
+            );
         }
     }
 
@@ -901,7 +920,11 @@ mod tests {
             if a != 0 {
                 let pa = t1.parent(a as usize).unwrap_or(usize::MAX) as u32;
                 let pb = t2.parent(b as usize).unwrap_or(usize::MAX) as u32;
-                assert_eq!(to2.get(&pa), Some(&pb), "parents of {a}->{b} mapped to each other");
+                assert_eq!(
+                    to2.get(&pa),
+                    Some(&pb),
+                    "parents of {a}->{b} mapped to each other"
+                );
             }
             if t1.label(a as usize) != t2.label(b as usize) {
                 for &(x, y) in m {
@@ -946,8 +969,14 @@ mod tests {
                 flatten(k, depth + 1, out);
             }
         }
-        let orig_leaf: Vec<u32> = (0..t.len()).filter(|&i| t.is_leaf(i)).map(|i| t.label(i)).collect();
-        let orig_inner: Vec<u32> = (0..t.len()).filter(|&i| !t.is_leaf(i)).map(|i| t.label(i)).collect();
+        let orig_leaf: Vec<u32> = (0..t.len())
+            .filter(|&i| t.is_leaf(i))
+            .map(|i| t.label(i))
+            .collect();
+        let orig_inner: Vec<u32> = (0..t.len())
+            .filter(|&i| !t.is_leaf(i))
+            .map(|i| t.label(i))
+            .collect();
         let mut root = build(t, 0);
         let mut fresh = 1000u32;
         for &(kind, pick, pos) in ops {

@@ -466,10 +466,10 @@ impl PostOrder {
         let mut pre = vec![0u32; n];
         let mut lml = vec![0u32; n];
         let mut keyroots = Vec::new();
-        for i in 0..n {
+        for (i, &leaf) in left_leaf.iter().enumerate() {
             let k = post_of(i);
             pre[k] = i as u32;
-            lml[k] = post_of(left_leaf[i] as usize) as u32;
+            lml[k] = post_of(leaf as usize) as u32;
             match t.parent(i) {
                 Some(p) if p + 1 == i => {}
                 _ => keyroots.push(k as u32),
@@ -491,8 +491,16 @@ pub fn ted<C: CostModel>(t1: &LTree, t2: &LTree, costs: &C) -> Cost {
     let p1 = PostOrder::new(t1);
     let p2 = PostOrder::new(t2);
     // Per-node costs in post-order, read in the inner loop.
-    let del: Vec<Cost> = p1.pre.iter().map(|&i| costs.delete(t1, i as usize)).collect();
-    let ins: Vec<Cost> = p2.pre.iter().map(|&j| costs.insert(t2, j as usize)).collect();
+    let del: Vec<Cost> = p1
+        .pre
+        .iter()
+        .map(|&i| costs.delete(t1, i as usize))
+        .collect();
+    let ins: Vec<Cost> = p2
+        .pre
+        .iter()
+        .map(|&j| costs.insert(t2, j as usize))
+        .collect();
     let mut td = vec![0 as Cost; n1 * n2];
     let mut fd = vec![0 as Cost; (n1 + 1) * (n2 + 1)];
     for &x in &p1.keyroots {
@@ -570,7 +578,14 @@ mod tests {
             let mut labels = Labels::new();
             let t1 = tree(&c.t1, &mut labels);
             let t2 = tree(&c.t2, &mut labels);
-            assert_eq!(ted_unit(&t1, &t2), c.d, "case {}: {} vs {}", c.id, c.t1, c.t2);
+            assert_eq!(
+                ted_unit(&t1, &t2),
+                c.d,
+                "case {}: {} vs {}",
+                c.id,
+                c.t1,
+                c.t2
+            );
             // The distance is symmetric under unit costs.
             assert_eq!(ted_unit(&t2, &t1), c.d, "case {} reversed", c.id);
         }
@@ -601,13 +616,34 @@ mod tests {
         let mut l = Labels::new();
         assert_eq!(LTree::from_bracket("", &mut l), Err(TreeError::Empty));
         assert_eq!(LTree::from_bracket("   ", &mut l), Err(TreeError::Empty));
-        assert_eq!(LTree::from_bracket("a{b}", &mut l), Err(TreeError::ExpectedOpen(0)));
-        assert_eq!(LTree::from_bracket("{a{b}", &mut l), Err(TreeError::Unclosed(0)));
-        assert_eq!(LTree::from_bracket("{a{b{c}", &mut l), Err(TreeError::Unclosed(2)));
-        assert_eq!(LTree::from_bracket("{a}{b}", &mut l), Err(TreeError::Trailing(3)));
-        assert_eq!(LTree::from_bracket("{a}}", &mut l), Err(TreeError::Trailing(3)));
-        assert_eq!(LTree::from_bracket("{a{b}x}", &mut l), Err(TreeError::ExpectedOpen(5)));
-        assert_eq!(LTree::from_bracket("{a\\", &mut l), Err(TreeError::DanglingEscape(2)));
+        assert_eq!(
+            LTree::from_bracket("a{b}", &mut l),
+            Err(TreeError::ExpectedOpen(0))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a{b}", &mut l),
+            Err(TreeError::Unclosed(0))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a{b{c}", &mut l),
+            Err(TreeError::Unclosed(2))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a}{b}", &mut l),
+            Err(TreeError::Trailing(3))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a}}", &mut l),
+            Err(TreeError::Trailing(3))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a{b}x}", &mut l),
+            Err(TreeError::ExpectedOpen(5))
+        );
+        assert_eq!(
+            LTree::from_bracket("{a\\", &mut l),
+            Err(TreeError::DanglingEscape(2))
+        );
     }
 
     #[test]
@@ -624,21 +660,22 @@ mod tests {
             LTree::from_depths([(0, 0), (1, 1), (2, 0)]),
             Err(TreeError::BadDepth { index: 2, depth: 0 })
         );
-        let t = LTree::from_depths([(0, 0), (1, 1), (2, 2), (3, 1)])
-            .unwrap_or_else(|e| panic!("{e}"));
+        let t =
+            LTree::from_depths([(0, 0), (1, 1), (2, 2), (3, 1)]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((t.end(0), t.end(1), t.end(2), t.end(3)), (4, 3, 3, 4));
         assert!(LTree::from_depths([]).is_ok_and(|t| t.is_empty()));
     }
 
     #[test]
     fn page_trees_label_text_uniformly_or_by_content() {
-        let dom = Dom::parse(
-            "<body><div><p>one  two</p><p>three</p></div><p>one two</p></body>",
-        );
+        let dom = Dom::parse("<body><div><p>one  two</p><p>three</p></div><p>one two</p></body>");
         let page = PageTree::from_dom(&dom);
         let mut labels = Labels::new();
         let plain = LTree::from_page(&page, &mut labels, TextLabels::Uniform);
-        assert_eq!(plain.to_bracket(&labels), "{body{div{p{#text}}{p{#text}}}{p{#text}}}");
+        assert_eq!(
+            plain.to_bracket(&labels),
+            "{body{div{p{#text}}{p{#text}}}{p{#text}}}"
+        );
         let content = LTree::from_page(&page, &mut labels, TextLabels::Content(&dom));
         let texts: Vec<u32> = (0..content.len())
             .filter(|&i| content.is_leaf(i))
@@ -648,7 +685,11 @@ mod tests {
         // "one  two" and "one two" are the same text; "three" is not.
         assert_eq!(texts[0], texts[2]);
         assert_ne!(texts[0], texts[1]);
-        assert!(labels.name(texts[1]).is_some_and(|n| n.starts_with("#text:")));
+        assert!(
+            labels
+                .name(texts[1])
+                .is_some_and(|n| n.starts_with("#text:"))
+        );
         // Element labels are shared with the uniform tree.
         assert_eq!(plain.label(1), content.label(1));
     }
@@ -660,10 +701,18 @@ mod tests {
         let b = tree("{a{x}}", &mut l);
         assert_eq!(ted_unit(&a, &b), 2);
         // Renaming dear: delete b, delete c, insert x is cheaper.
-        let dear = Costs { delete: 1, insert: 1, rename: 5 };
+        let dear = Costs {
+            delete: 1,
+            insert: 1,
+            rename: 5,
+        };
         assert_eq!(ted(&a, &b, &dear), 3);
         // Deleting dear: rename one, delete the other is still forced.
-        let keep = Costs { delete: 4, insert: 1, rename: 1 };
+        let keep = Costs {
+            delete: 4,
+            insert: 1,
+            rename: 1,
+        };
         assert_eq!(ted(&a, &b, &keep), 5);
         assert_eq!(ted(&a, &LTree::default(), &keep), 12);
         assert_eq!(ted(&LTree::default(), &b, &keep), 2);
