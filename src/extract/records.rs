@@ -1,9 +1,832 @@
-//! Record extraction (to be written).
+//! Record extraction: the repeated data records of one list page (search
+//! results, news lists, product grids, table rows, quote rows built from
+//! `<div>`s), from that page alone, without a template.
+//!
+//! Takes a parsed [`Dom`]; gives [`Records`]: every record's elements as
+//! index XPaths and its fields (texts, links, images), named the same way
+//! in every record of one data region.
+//!
+//! The method follows MDR/DEPTA (Liu et al.) and ALGORITHMS.md §4
+//! ("repeated records ... share a parent"):
+//!
+//! 1. **Element table.** One pass over `<body>` builds a pre-order table of
+//!    elements with their text size, text leaves, links and images, and a
+//!    *shape*: the set of hashed tag paths (`div/h3/a/#text`) from the
+//!    element down to [`PATH_DEPTH`] levels.
+//! 2. **Sibling groups.** Under each parent, the children that carry
+//!    content are clustered greedily: same tag and a shape Jaccard index of
+//!    at least [`SIMILARITY`] with the cluster's first member.
+//! 3. **Regions.** Which groups are data regions is decided bottom-up over
+//!    the tree (a small dynamic programme): a group either *is* a region
+//!    (its members are the records) or its members are containers whose
+//!    own regions count instead, whichever scores more. A group's score
+//!    sums `content^ALPHA` over its members; the power below one rewards
+//!    several small records over one big container (a wrapper holding two
+//!    lists loses to the lists), while a record's few internal repeats (a
+//!    row of tags inside a product card) hold too little of its content
+//!    to beat it. Table cells, definition terms and options are never
+//!    records.
+//! 4. **Record level.** A group member may be only layout around the
+//!    record (a grid cell holding a card): see [`record_root`].
+//! 5. **Fields.** Text leaves, links and images of each record, named by
+//!    their tag path inside the record (see [`name_fields`]).
 
-use super::Records;
-use crate::dom::Dom;
+use html5ever::LocalName;
+use rustc_hash::FxHashMap;
+
+use super::{Field, Record, Records};
+use crate::dom::{Dom, NodeData, NodeId};
+
+/// Levels of tag path kept in an element's shape. Deep enough to see a
+/// card's inner layout (card / body / title / link / text), shallow enough
+/// that two cards with differently nested descriptions still look alike.
+pub const PATH_DEPTH: usize = 6;
+
+/// Minimum shape Jaccard index for two siblings to be the same kind of
+/// record. MDR uses a normalised edit distance threshold of 0.3 (70 %
+/// similar) on tag strings; path sets are more forgiving of optional
+/// fields, so half the paths in common is enough.
+pub const SIMILARITY: f64 = 0.5;
+
+/// Exponent of a record's content size in a region's score (see the module
+/// documentation, step 3).
+pub const ALPHA: f64 = 0.7;
+
+const NONE: u32 = u32::MAX;
+
+/// One element of the page, in pre-order.
+#[derive(Debug, Clone)]
+struct El {
+    dom: NodeId,
+    tag: LocalName,
+    parent: u32,
+    /// Position among same-name element siblings (1-based), for XPaths.
+    position: u32,
+    depth: u32,
+    /// Non-whitespace characters of text in the subtree.
+    text: u32,
+    /// Non-empty text nodes in the subtree.
+    leaves: u32,
+    /// `<a href>` elements in the subtree (itself included).
+    links: u32,
+    /// `<img>` elements in the subtree (itself included).
+    imgs: u32,
+    /// Text characters inside links.
+    link_text: u32,
+    /// Elements in the subtree (itself included).
+    elems: u32,
+    children: Vec<u32>,
+    /// Range of this element's shape in [`Page::paths`].
+    paths: (u32, u32),
+}
+
+/// The element table of a page.
+struct Page<'a> {
+    dom: &'a Dom,
+    els: Vec<El>,
+    paths: Vec<u64>,
+}
+
+fn hash_str(s: &str) -> u64 {
+    // FNV-1a: stable across runs and platforms, fast on short tag names.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn mix(prefix: u64, tag: u64) -> u64 {
+    (prefix.rotate_left(23) ^ tag).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Elements skipped with their content: not part of what a reader sees.
+fn is_skipped(name: &str) -> bool {
+    matches!(
+        name,
+        "script" | "style" | "noscript" | "template" | "head" | "meta" | "link" | "title"
+    )
+}
+
+/// Elements kept as leaves: their inside is not page content (`<svg>`
+/// drawing instructions, `<select>` option lists).
+fn is_opaque(name: &str) -> bool {
+    matches!(name, "svg" | "select" | "math" | "iframe" | "object" | "canvas")
+}
+
+/// Elements never taken as a record: parts of a row or a list entry, or
+/// pure layout.
+fn never_record(name: &str) -> bool {
+    matches!(
+        name,
+        "td" | "th"
+            | "dt"
+            | "dd"
+            | "option"
+            | "optgroup"
+            | "thead"
+            | "tfoot"
+            | "caption"
+            | "colgroup"
+            | "col"
+            | "br"
+            | "hr"
+            | "wbr"
+            | "source"
+            | "track"
+            | "param"
+            | "area"
+    )
+}
+
+impl<'a> Page<'a> {
+    fn build(dom: &'a Dom) -> Page<'a> {
+        let mut page = Page {
+            dom,
+            els: Vec::new(),
+            paths: Vec::new(),
+        };
+        let Some(body) = dom.body() else {
+            return page;
+        };
+        let text_hash = hash_str("#text");
+        // Per element: path hashes from each of its first PATH_DEPTH
+        // ancestors down to it (h[k]: from the (k+1)-th ancestor).
+        let mut up: Vec<[u64; PATH_DEPTH]> = Vec::new();
+        let mut pairs: Vec<(u32, u64)> = Vec::new();
+        enum Step {
+            Enter(NodeId, u32, u32),
+            Exit(u32),
+        }
+        let mut stack = vec![Step::Enter(body, NONE, 1)];
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Exit(i) => {
+                    let e = &page.els[i as usize];
+                    let (p, text, leaves, links, imgs, elems) =
+                        (e.parent, e.text, e.leaves, e.links, e.imgs, e.elems);
+                    let link_text = if &*e.tag == "a" { e.text } else { e.link_text };
+                    page.els[i as usize].link_text = link_text;
+                    if p != NONE {
+                        let pe = &mut page.els[p as usize];
+                        pe.link_text += link_text;
+                        pe.text += text;
+                        pe.leaves += leaves;
+                        pe.links += links;
+                        pe.imgs += imgs;
+                        pe.elems += elems;
+                    }
+                }
+                Step::Enter(n, parent, position) => {
+                    let NodeData::Element(el) = &dom.node(n).data else {
+                        continue;
+                    };
+                    let i = page.els.len() as u32;
+                    let tag_hash = hash_str(&el.name);
+                    let mut h = [0u64; PATH_DEPTH];
+                    h[0] = tag_hash;
+                    if parent != NONE {
+                        let ph = &up[parent as usize];
+                        for k in 1..PATH_DEPTH {
+                            h[k] = mix(ph[k - 1], tag_hash);
+                        }
+                    }
+                    let depth = if parent == NONE {
+                        0
+                    } else {
+                        page.els[parent as usize].depth + 1
+                    };
+                    push_pairs(&page.els, &mut pairs, parent, &h);
+                    up.push(h);
+                    let name = &*el.name;
+                    page.els.push(El {
+                        dom: n,
+                        tag: el.name.clone(),
+                        parent,
+                        position,
+                        depth,
+                        text: 0,
+                        leaves: 0,
+                        links: u32::from(name == "a" && el.attr("href").is_some()),
+                        imgs: u32::from(name == "img"),
+                        link_text: 0,
+                        elems: 1,
+                        children: Vec::new(),
+                        paths: (0, 0),
+                    });
+                    if parent != NONE {
+                        page.els[parent as usize].children.push(i);
+                    }
+                    stack.push(Step::Exit(i));
+                    if is_opaque(name) {
+                        continue;
+                    }
+                    // Children: texts counted now, elements pushed in
+                    // reverse so they pop in document order.
+                    let mut counts: FxHashMap<&LocalName, u32> = FxHashMap::default();
+                    let mut kids = Vec::new();
+                    for c in dom.children(n) {
+                        match &dom.node(c).data {
+                            NodeData::Text(t) => {
+                                let chars = t.chars().filter(|c| !c.is_whitespace()).count();
+                                if chars > 0 {
+                                    let e = &mut page.els[i as usize];
+                                    e.text += chars as u32;
+                                    e.leaves += 1;
+                                    let mut th = [0u64; PATH_DEPTH];
+                                    th[0] = text_hash;
+                                    for k in 1..PATH_DEPTH {
+                                        th[k] = mix(h[k - 1], text_hash);
+                                    }
+                                    push_pairs(&page.els, &mut pairs, i, &th);
+                                }
+                            }
+                            NodeData::Element(ce) if !is_skipped(&ce.name) => {
+                                let pos = counts.entry(&ce.name).or_insert(0);
+                                *pos += 1;
+                                kids.push(Step::Enter(c, i, *pos));
+                            }
+                            _ => {}
+                        }
+                    }
+                    stack.extend(kids.into_iter().rev());
+                }
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        page.paths = pairs.iter().map(|&(_, h)| h).collect();
+        let mut start = 0usize;
+        while start < pairs.len() {
+            let owner = pairs[start].0;
+            let mut end = start;
+            while end < pairs.len() && pairs[end].0 == owner {
+                end += 1;
+            }
+            page.els[owner as usize].paths = (start as u32, end as u32);
+            start = end;
+        }
+        page
+    }
+
+    fn shape(&self, i: u32) -> &[u64] {
+        let (a, b) = self.els[i as usize].paths;
+        &self.paths[a as usize..b as usize]
+    }
+
+    fn similarity(&self, a: u32, b: u32) -> f64 {
+        let (x, y) = (self.shape(a), self.shape(b));
+        if x.is_empty() && y.is_empty() {
+            return 1.0;
+        }
+        let (mut i, mut j, mut common) = (0, 0, 0usize);
+        while i < x.len() && j < y.len() {
+            match x[i].cmp(&y[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    common += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        common as f64 / (x.len() + y.len() - common) as f64
+    }
+
+    fn has_content(&self, i: u32) -> bool {
+        let e = &self.els[i as usize];
+        e.text > 0 || e.imgs > 0
+    }
+
+    /// Index XPath of element `i` (`/body[1]/div[3]/li[2]`).
+    fn xpath(&self, i: u32) -> String {
+        let mut steps = Vec::new();
+        let mut cur = i;
+        while cur != NONE {
+            let e = &self.els[cur as usize];
+            steps.push((&e.tag, e.position));
+            cur = e.parent;
+        }
+        let mut out = String::new();
+        for (tag, pos) in steps.iter().rev() {
+            out.push('/');
+            out.push_str(tag);
+            out.push('[');
+            out.push_str(&pos.to_string());
+            out.push(']');
+        }
+        out
+    }
+}
+
+/// Records the path hashes `h` of a node whose parent element is `parent`
+/// in the shapes of its ancestors (`h[k]` belongs to the `(k+1)`-th).
+fn push_pairs(els: &[El], pairs: &mut Vec<(u32, u64)>, parent: u32, h: &[u64; PATH_DEPTH]) {
+    let mut anc = parent;
+    for &hk in h.iter() {
+        if anc == NONE {
+            break;
+        }
+        pairs.push((anc, hk));
+        anc = els[anc as usize].parent;
+    }
+}
+
+/// A group of similar siblings.
+#[derive(Debug, Clone)]
+struct Group {
+    members: Vec<u32>,
+    score: f64,
+    taken: bool,
+}
+
+/// A record's content size: its text plus a fixed weight per image (a
+/// product photo is worth a short caption).
+fn content(e: &El) -> f64 {
+    f64::from(e.text) + 10.0 * f64::from(e.imgs)
+}
+
+/// Clusters the content-carrying children of `parent` into groups.
+fn sibling_groups(page: &Page<'_>, parent: u32) -> Vec<Group> {
+    let mut clusters: Vec<Vec<u32>> = Vec::new();
+    for &c in &page.els[parent as usize].children {
+        let tag = &page.els[c as usize].tag;
+        if never_record(tag) || !page.has_content(c) {
+            continue;
+        }
+        let found = clusters.iter_mut().rev().take(16).find(|cl| {
+            let rep = cl[0];
+            page.els[rep as usize].tag == *tag && page.similarity(rep, c) >= SIMILARITY
+        });
+        match found {
+            Some(cl) => cl.push(c),
+            None => clusters.push(vec![c]),
+        }
+    }
+    if let Ok(d) = std::env::var("DBG")
+        && page.xpath(parent) == d
+    {
+        for cl in &clusters {
+            let sims: Vec<String> = cl.iter().take(6).map(|&m| format!("{:.2}", page.similarity(cl[0], m))).collect();
+            eprintln!("cluster {} x{} sims {:?} shape {}", page.xpath(cl[0]), cl.len(), sims, page.shape(cl[0]).len());
+        }
+        let kids = &page.els[parent as usize].children;
+        for w in kids.windows(2).take(10) {
+            eprintln!("  sim {} {} = {:.2}", page.xpath(w[0]), page.xpath(w[1]), page.similarity(w[0], w[1]));
+        }
+    }
+    clusters
+        .into_iter()
+        .filter(|m| m.len() >= 2)
+        .map(|members| {
+            let score = region_score(page, &members);
+            Group {
+                members,
+                score,
+                taken: false,
+            }
+        })
+        .collect()
+}
+
+/// The score of a group taken as a data region (0 when it does not look
+/// like one).
+fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
+    let n = members.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let leaves: u32 = members.iter().map(|&m| page.els[m as usize].leaves).sum();
+    let mean_leaves = f64::from(leaves) / n as f64;
+    let single = mean_leaves < env_f("RL", 1.5);
+    if single && (n as f64) < env_f("N1", 10.0) {
+        return 0.0;
+    }
+    let mut w = if single { env_f("H1", 0.3) } else { 1.0 };
+    if in_chrome(page, members[0]) {
+        w *= env_f("CP", 0.1);
+    }
+    w * members
+        .iter()
+        .map(|&m| content(&page.els[m as usize]).powf(ALPHA))
+        .sum::<f64>()
+}
+
+/// Descends from a group member to the element that is the record.
+///
+/// A member with a single content-carrying child is a wrapper. One such
+/// level directly under the list is the list's item (`<li>` around a card,
+/// a grid cell around a tile) and stays the record, unless the child is an
+/// `<article>` or `<section>` (HTML's own "self-contained composition").
+/// A chain of two or more such wrappers is layout scaffolding (virtualised
+/// lists, animation wrappers) and the record is the element at its bottom
+/// that actually spreads the content over several children.
+fn record_root(page: &Page<'_>, member: u32) -> u32 {
+    let mut chain = vec![member];
+    let mut cur = member;
+    loop {
+        let mut holders = page.els[cur as usize]
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| page.has_content(c));
+        let (Some(only), None) = (holders.next(), holders.next()) else {
+            break;
+        };
+        // Own text beside the child: the wrapper holds content itself.
+        if page.els[only as usize].text < page.els[cur as usize].text {
+            break;
+        }
+        chain.push(only);
+        cur = only;
+    }
+    if chain.len() >= 3 && env_f("CH", 0.0) > 0.5 {
+        return chain[chain.len() - 1];
+    }
+    if chain.len() == 2 && matches!(&*page.els[chain[1] as usize].tag, "article" | "section") {
+        return chain[1];
+    }
+    member
+}
+
+/// A data region chosen on a page, with the measures that chose it (for
+/// inspection and tuning: `semclip` itself only needs [`extract`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The index XPath of the region's parent element.
+    pub parent: String,
+    /// The records' index XPaths (after [`record_root`]).
+    pub records: Vec<String>,
+    /// The region's score (module documentation, step 3).
+    pub score: f64,
+    /// Mean text leaves per record.
+    pub leaves: f64,
+    /// Mean non-whitespace text characters per record.
+    pub text: f64,
+    /// Share of the text inside links.
+    pub link_share: f64,
+    /// True when the region lies in page chrome (see [`in_chrome`]).
+    pub chrome: bool,
+    /// Depth of the region's parent below `<body>`.
+    pub depth: u32,
+}
 
 /// The repeated data records of a single page.
-pub fn extract(_dom: &Dom) -> Records {
-    Records::default()
+pub fn extract(dom: &Dom) -> Records {
+    let page = Page::build(dom);
+    let mut records = Vec::new();
+    for g in regions(&page) {
+        let roots: Vec<u32> = g.members.iter().map(|&m| record_root(&page, m)).collect();
+        records.extend(make_records(&page, &roots));
+    }
+    records.sort_by_key(|(first, _)| *first);
+    Records {
+        records: records.into_iter().map(|(_, r)| r).collect(),
+    }
+}
+
+/// The data regions of a page with their measures, in document order.
+pub fn candidates(dom: &Dom) -> Vec<Candidate> {
+    let page = Page::build(dom);
+    regions(&page)
+        .into_iter()
+        .map(|g| {
+            let n = g.members.len() as f64;
+            let sum = |f: &dyn Fn(&El) -> u32| -> f64 {
+                g.members
+                    .iter()
+                    .map(|&m| f64::from(f(&page.els[m as usize])))
+                    .sum::<f64>()
+            };
+            let text = sum(&|e| e.text);
+            Candidate {
+                parent: page.xpath(page.els[g.members[0] as usize].parent),
+                records: g
+                    .members
+                    .iter()
+                    .map(|&m| page.xpath(record_root(&page, m)))
+                    .collect(),
+                score: g.score,
+                leaves: sum(&|e| e.leaves) / n,
+                text: text / n,
+                link_share: if text > 0.0 { sum(&|e| e.link_text) / text } else { 0.0 },
+                chrome: in_chrome(&page, g.members[0]),
+                depth: page.els[g.members[0] as usize].depth - 1,
+            }
+        })
+        .collect()
+}
+
+/// The groups chosen as data regions, in document order.
+fn regions(page: &Page<'_>) -> Vec<Group> {
+    if page.els.is_empty() {
+        return Vec::new();
+    }
+    let n = page.els.len();
+    let mut value = vec![0.0f64; n];
+    let mut groups: Vec<Vec<Group>> = vec![Vec::new(); n];
+    // Members of a group at their parent, and members of a region.
+    let mut grouped = vec![false; n];
+    let mut taken = vec![false; n];
+    // Bottom-up: children come after their parent in pre-order.
+    for i in (0..n).rev() {
+        let mut gs = sibling_groups(page, i as u32);
+        let mut total = 0.0;
+        for g in &mut gs {
+            let inner: f64 = g.members.iter().map(|&m| value[m as usize]).sum();
+            if g.score > inner {
+                g.taken = true;
+                total += g.score;
+            } else {
+                total += inner;
+            }
+            for &m in &g.members {
+                grouped[m as usize] = true;
+                taken[m as usize] = g.taken;
+            }
+        }
+        for &c in &page.els[i].children {
+            if !grouped[c as usize] {
+                total += value[c as usize];
+            }
+        }
+        value[i] = total;
+        groups[i] = gs;
+    }
+    // Top-down: collect the regions chosen.
+    let mut out = Vec::new();
+    let mut stack = vec![0u32];
+    while let Some(i) = stack.pop() {
+        for g in std::mem::take(&mut groups[i as usize]) {
+            if g.taken {
+                out.push(g);
+            }
+        }
+        for &c in page.els[i as usize].children.iter().rev() {
+            if !taken[c as usize] {
+                stack.push(c);
+            }
+        }
+    }
+    let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
+    let (abs, frac) = (env_f("RA", 40.0), env_f("RF", 0.1));
+    out.retain(|g| g.score >= abs && g.score >= frac * best);
+    out.sort_by_key(|g| g.members[0]);
+    out
+}
+
+/// True when element `i` lies inside page chrome: a `<nav>`, `<header>`,
+/// `<footer>` or `<aside>`, an element whose ARIA role says navigation,
+/// banner, footer (`contentinfo`), menu or complementary, or one whose
+/// class or id names a nav, menu, header, footer, breadcrumb or sidebar
+/// (the naming conventions of every CSS framework and CMS theme).
+fn in_chrome(page: &Page<'_>, i: u32) -> bool {
+    let mut cur = i;
+    while cur != NONE {
+        let e = &page.els[cur as usize];
+        if matches!(&*e.tag, "nav" | "header" | "footer" | "aside" | "menu") {
+            return true;
+        }
+        if let Some(el) = page.dom.element(e.dom) {
+            if let Some(role) = el.attr("role")
+                && matches!(
+                    role,
+                    "navigation" | "banner" | "contentinfo" | "menu" | "menubar" | "complementary"
+                )
+            {
+                return true;
+            }
+            for a in ["class", "id"] {
+                if let Some(v) = el.attr(a)
+                    && v.split(|c: char| c.is_whitespace() || c == '-' || c == '_')
+                        .any(|t| {
+                            let t = t.to_ascii_lowercase();
+                            matches!(
+                                t.as_str(),
+                                "nav" | "navbar" | "navigation" | "menu" | "header" | "footer"
+                                    | "breadcrumb" | "breadcrumbs" | "sidebar" | "megamenu"
+                            )
+                        })
+                {
+                    return true;
+                }
+            }
+        }
+        cur = e.parent;
+    }
+    false
+}
+
+/// Tuning knob (temporary).
+fn env_f(name: &str, default: f64) -> f64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// One field before naming: its key inside the record and its content.
+struct RawField {
+    key: String,
+    text: String,
+    href: Option<String>,
+    xpath: String,
+    is_link: bool,
+    is_img: bool,
+}
+
+/// The records of one region (one root element each), with named fields;
+/// each paired with its first element's pre-order index for sorting.
+fn make_records(page: &Page<'_>, roots: &[u32]) -> Vec<(u32, Record)> {
+    let raw: Vec<Vec<RawField>> = roots.iter().map(|&r| raw_fields(page, r)).collect();
+    let names = name_fields(&raw);
+    roots
+        .iter()
+        .zip(raw)
+        .map(|(&r, fields)| {
+            let fields = fields
+                .into_iter()
+                .map(|f| Field {
+                    name: names.get(&f.key).cloned().unwrap_or_else(|| f.key.clone()),
+                    text: f.text,
+                    href: f.href,
+                    xpath: f.xpath,
+                })
+                .collect();
+            (
+                r,
+                Record {
+                    fields,
+                    xpaths: vec![page.xpath(r)],
+                },
+            )
+        })
+        .collect()
+}
+
+/// The text leaves and images of record `root` in document order: one
+/// field per element with its own text (its direct text nodes joined), one
+/// per image. A field inside a link carries the link's `href`.
+fn raw_fields(page: &Page<'_>, root: u32) -> Vec<RawField> {
+    let mut out = Vec::new();
+    let mut seen: FxHashMap<String, u32> = FxHashMap::default();
+    let end = root as usize + page.els[root as usize].elems as usize;
+    for i in root as usize..end.min(page.els.len()) {
+        let e = &page.els[i];
+        let el = page.dom.element(e.dom);
+        let is_img = &*e.tag == "img";
+        let mut text = String::new();
+        for c in page.dom.children(e.dom) {
+            if let NodeData::Text(t) = &page.dom.node(c).data {
+                for w in t.split_whitespace() {
+                    if !text.is_empty() {
+                        text.push(' ');
+                    }
+                    text.push_str(w);
+                }
+            }
+        }
+        if is_img {
+            text = el
+                .and_then(|el| el.attr("alt"))
+                .unwrap_or("")
+                .trim()
+                .to_owned();
+        }
+        if text.is_empty() && !is_img {
+            continue;
+        }
+        // The nearest link at or above this element inside the record.
+        let mut link = None;
+        let mut cur = i as u32;
+        loop {
+            let ce = &page.els[cur as usize];
+            if &*ce.tag == "a"
+                && let Some(h) = page.dom.element(ce.dom).and_then(|x| x.attr("href"))
+            {
+                link = Some(h.to_owned());
+                break;
+            }
+            if cur == root || ce.parent == NONE {
+                break;
+            }
+            cur = ce.parent;
+        }
+        let href = if is_img {
+            el.and_then(|el| el.attr("src")).map(str::to_owned)
+        } else {
+            link.clone()
+        };
+        let mut key = relative_path(page, root, i as u32);
+        let k = seen.entry(key.clone()).or_insert(0);
+        *k += 1;
+        if *k > 1 {
+            key.push_str(&format!("#{k}"));
+        }
+        out.push(RawField {
+            key,
+            text,
+            href,
+            xpath: page.xpath(i as u32),
+            is_link: link.is_some(),
+            is_img,
+        });
+    }
+    out
+}
+
+/// The tag path from `root` (exclusive) down to `i`, with the element's
+/// first class name: `div/h3.title/a`; `.` for the root itself.
+fn relative_path(page: &Page<'_>, root: u32, i: u32) -> String {
+    let mut steps = Vec::new();
+    let mut cur = i;
+    while cur != root && cur != NONE {
+        steps.push(&*page.els[cur as usize].tag);
+        cur = page.els[cur as usize].parent;
+    }
+    if steps.is_empty() {
+        return ".".to_owned();
+    }
+    steps.reverse();
+    let mut key = steps.join("/");
+    if let Some(class) = page
+        .dom
+        .element(page.els[i as usize].dom)
+        .and_then(|e| e.attr("class"))
+        .and_then(|c| c.split_whitespace().next())
+    {
+        key.push('.');
+        key.push_str(class);
+    }
+    key
+}
+
+/// Names the fields of one region, the same name for the same key in every
+/// record: `title` for the key that most often holds the record's first
+/// linked text, `price` for a key whose texts mostly look like prices,
+/// `image` for the first image key, then `f1`, `f2` ... in order of first
+/// appearance.
+fn name_fields(records: &[Vec<RawField>]) -> FxHashMap<String, String> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut first_link: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut price: FxHashMap<&str, (usize, usize)> = FxHashMap::default();
+    let mut images: Vec<&str> = Vec::new();
+    for fields in records {
+        if let Some(f) = fields.iter().find(|f| f.is_link && !f.is_img && !f.text.is_empty()) {
+            *first_link.entry(&f.key).or_insert(0) += 1;
+        }
+        for f in fields {
+            if !order.contains(&f.key.as_str()) {
+                order.push(&f.key);
+            }
+            if f.is_img && !images.contains(&f.key.as_str()) {
+                images.push(&f.key);
+            }
+            let p = price.entry(&f.key).or_insert((0, 0));
+            p.1 += 1;
+            if looks_like_price(&f.text) {
+                p.0 += 1;
+            }
+        }
+    }
+    let mut names: FxHashMap<String, String> = FxHashMap::default();
+    let title = first_link
+        .iter()
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(order.iter().position(|o| o == *k))))
+        .filter(|(_, n)| **n * 2 >= records.len())
+        .map(|(k, _)| *k);
+    if let Some(t) = title {
+        names.insert(t.to_owned(), "title".to_owned());
+    }
+    let price_key = order
+        .iter()
+        .find(|k| {
+            Some(**k) != title
+                && price
+                    .get(**k)
+                    .is_some_and(|&(hits, total)| hits * 2 > total && hits * 2 >= records.len())
+        })
+        .copied();
+    if let Some(p) = price_key {
+        names.insert(p.to_owned(), "price".to_owned());
+    }
+    if let Some(img) = images.first() {
+        names.entry((*img).to_owned()).or_insert_with(|| "image".to_owned());
+    }
+    let mut n = 0;
+    for k in order {
+        if !names.contains_key(k) {
+            n += 1;
+            names.insert(k.to_owned(), format!("f{n}"));
+        }
+    }
+    names
+}
+
+/// A short text holding a currency sign or code next to a number.
+fn looks_like_price(text: &str) -> bool {
+    if text.chars().count() > 40 || !text.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    text.chars().any(|c| matches!(c, '$' | '€' | '£' | '¥' | '₩' | '₹' | '₽'))
+        || ["USD", "EUR", "GBP", "JPY"].iter().any(|c| text.contains(c))
 }
