@@ -416,39 +416,33 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
 
 /// Descends from a group member to the element that is the record.
 ///
-/// A member with a single content-carrying child is a wrapper. One such
-/// level directly under the list is the list's item (`<li>` around a card,
-/// a grid cell around a tile) and stays the record, unless the child is an
-/// `<article>` or `<section>` (HTML's own "self-contained composition").
-/// A chain of two or more such wrappers is layout scaffolding (virtualised
-/// lists, animation wrappers) and the record is the element at its bottom
-/// that actually spreads the content over several children.
+/// A member whose content sits in a single child is a wrapper (a grid
+/// cell around a card, an `<li>` around a tile). Most lists name the
+/// wrapper as the item, and so does the record level of the next-eval
+/// annotations, so the member stays the record, unless the chain of
+/// single-content wrappers below it reaches an `<article>`: HTML's element
+/// for "a self-contained composition" (a product card, a news teaser) is
+/// the record by the page author's own word.
 fn record_root(page: &Page<'_>, member: u32) -> u32 {
-    let mut chain = vec![member];
     let mut cur = member;
     loop {
+        if &*page.els[cur as usize].tag == "article" {
+            return cur;
+        }
         let mut holders = page.els[cur as usize]
             .children
             .iter()
             .copied()
             .filter(|&c| page.has_content(c));
         let (Some(only), None) = (holders.next(), holders.next()) else {
-            break;
+            return member;
         };
         // Own text beside the child: the wrapper holds content itself.
         if page.els[only as usize].text < page.els[cur as usize].text {
-            break;
+            return member;
         }
-        chain.push(only);
         cur = only;
     }
-    if chain.len() >= 3 && env_f("CH", 0.0) > 0.5 {
-        return chain[chain.len() - 1];
-    }
-    if chain.len() == 2 && matches!(&*page.els[chain[1] as usize].tag, "article" | "section") {
-        return chain[1];
-    }
-    member
 }
 
 /// A data region chosen on a page, with the measures that chose it (for
@@ -526,6 +520,9 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
     }
     let n = page.els.len();
     let mut value = vec![0.0f64; n];
+    // Content of the subtree inside chosen regions.
+    let mut covered = vec![0.0f64; n];
+    let cv = env_f("CV", 0.8);
     let mut groups: Vec<Vec<Group>> = vec![Vec::new(); n];
     // Members of a group at their parent, and members of a region.
     let mut grouped = vec![false; n];
@@ -534,13 +531,25 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
     for i in (0..n).rev() {
         let mut gs = sibling_groups(page, i as u32);
         let mut total = 0.0;
+        let mut cov = 0.0;
         for g in &mut gs {
             let inner: f64 = g.members.iter().map(|&m| value[m as usize]).sum();
-            if g.score > inner {
+            let inner_cov: f64 = g.members.iter().map(|&m| covered[m as usize]).sum();
+            let all: f64 = g
+                .members
+                .iter()
+                .map(|&m| content(&page.els[m as usize]))
+                .sum();
+            // Regions inside the members that hold little of their content
+            // are lists inside records (a card's spec rows), not records.
+            let nested = g.members.len() as f64 >= env_f("NM", 4.0) && inner_cov < cv * all;
+            if g.score > 0.0 && (nested || g.score > inner) {
                 g.taken = true;
                 total += g.score;
+                cov += all;
             } else {
                 total += inner;
+                cov += inner_cov;
             }
             for &m in &g.members {
                 grouped[m as usize] = true;
@@ -550,9 +559,11 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
         for &c in &page.els[i].children {
             if !grouped[c as usize] {
                 total += value[c as usize];
+                cov += covered[c as usize];
             }
         }
         value[i] = total;
+        covered[i] = cov;
         groups[i] = gs;
     }
     // Top-down: collect the regions chosen.
@@ -571,8 +582,17 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
         }
     }
     let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
-    let (abs, frac) = (env_f("RA", 40.0), env_f("RF", 0.1));
-    out.retain(|g| g.score >= abs && g.score >= frac * best);
+    let (abs, frac) = (env_f("RA", 20.0), env_f("RF", 0.2));
+    let (min_text, min_n) = (env_f("MT", 16.0), env_f("MN", 3.0));
+    out.retain(|g| {
+        let n = g.members.len() as f64;
+        let text: f64 = g
+            .members
+            .iter()
+            .map(|&m| f64::from(page.els[m as usize].text))
+            .sum();
+        g.score >= abs && g.score >= frac * best && n >= min_n && text >= min_text * n
+    });
     out.sort_by_key(|g| g.members[0]);
     out
 }
