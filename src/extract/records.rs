@@ -46,11 +46,54 @@ pub const PATH_DEPTH: usize = 6;
 /// record. MDR uses a normalised edit distance threshold of 0.3 (70 %
 /// similar) on tag strings; path sets are more forgiving of optional
 /// fields, so half the paths in common is enough.
-pub const SIMILARITY: f64 = 0.5;
+pub const SIMILARITY: f64 = 0.55;
 
 /// Exponent of a record's content size in a region's score (see the module
-/// documentation, step 3).
+/// documentation, step 3). 0.5 lets a card's few internal lists outscore
+/// the card; 0.8 lets a wrapper of two lists outscore the lists; measured
+/// on next-eval, 0.7 sits between the two failures.
 pub const ALPHA: f64 = 0.7;
+
+/// Records with fewer text leaves than this on average are *single-leaf*
+/// records: one link or one phrase each, the shape of menus, tag clouds
+/// and pagers far more often than of data.
+pub const SINGLE_LEAF: f64 = 1.5;
+
+/// A single-leaf group is a region only with this many records: a list of
+/// 900 job links is data, a row of five category links is navigation.
+pub const SINGLE_LEAF_MIN_RECORDS: usize = 10;
+
+/// Score factor of single-leaf regions, so that a list inside a record
+/// (its tags, its size options) does not outweigh the records.
+pub const SINGLE_LEAF_WEIGHT: f64 = 0.3;
+
+/// Score factor of regions in page chrome ([`in_chrome`]): menus, headers
+/// and footers repeat as regularly as data and must lose to it.
+pub const CHROME_WEIGHT: f64 = 0.1;
+
+/// A group whose members hold regions covering less than this share of
+/// their content is a group of records with lists inside (a product card
+/// with its spec rows), whatever the scores say.
+pub const NESTED_COVERAGE: f64 = 0.8;
+
+/// ... provided it has at least this many members: two or three big
+/// siblings holding lists are columns, not records.
+pub const NESTED_MIN_RECORDS: usize = 4;
+
+/// A region's score must reach this (about three records of a short line
+/// each) ...
+pub const MIN_SCORE: f64 = 20.0;
+
+/// ... and this share of the page's best region: pages are about one or a
+/// few lists, and a region far smaller than the main one is a side widget.
+pub const MIN_SHARE_OF_BEST: f64 = 0.2;
+
+/// Minimum mean text characters per record (a row of icons is not data).
+pub const MIN_TEXT: f64 = 16.0;
+
+/// Minimum records in a region: two similar siblings are too often
+/// coincidence (two columns, a pair of buttons).
+pub const MIN_RECORDS: usize = 3;
 
 const NONE: u32 = u32::MAX;
 
@@ -365,18 +408,6 @@ fn sibling_groups(page: &Page<'_>, parent: u32) -> Vec<Group> {
             None => clusters.push(vec![c]),
         }
     }
-    if let Ok(d) = std::env::var("DBG")
-        && page.xpath(parent) == d
-    {
-        for cl in &clusters {
-            let sims: Vec<String> = cl.iter().take(6).map(|&m| format!("{:.2}", page.similarity(cl[0], m))).collect();
-            eprintln!("cluster {} x{} sims {:?} shape {}", page.xpath(cl[0]), cl.len(), sims, page.shape(cl[0]).len());
-        }
-        let kids = &page.els[parent as usize].children;
-        for w in kids.windows(2).take(10) {
-            eprintln!("  sim {} {} = {:.2}", page.xpath(w[0]), page.xpath(w[1]), page.similarity(w[0], w[1]));
-        }
-    }
     clusters
         .into_iter()
         .filter(|m| m.len() >= 2)
@@ -400,13 +431,13 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
     }
     let leaves: u32 = members.iter().map(|&m| page.els[m as usize].leaves).sum();
     let mean_leaves = f64::from(leaves) / n as f64;
-    let single = mean_leaves < env_f("RL", 1.5);
-    if single && (n as f64) < env_f("N1", 10.0) {
+    let single = mean_leaves < SINGLE_LEAF;
+    if single && n < SINGLE_LEAF_MIN_RECORDS {
         return 0.0;
     }
-    let mut w = if single { env_f("H1", 0.3) } else { 1.0 };
+    let mut w = if single { SINGLE_LEAF_WEIGHT } else { 1.0 };
     if in_chrome(page, members[0]) {
-        w *= env_f("CP", 0.1);
+        w *= CHROME_WEIGHT;
     }
     w * members
         .iter()
@@ -522,7 +553,6 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
     let mut value = vec![0.0f64; n];
     // Content of the subtree inside chosen regions.
     let mut covered = vec![0.0f64; n];
-    let cv = env_f("CV", 0.8);
     let mut groups: Vec<Vec<Group>> = vec![Vec::new(); n];
     // Members of a group at their parent, and members of a region.
     let mut grouped = vec![false; n];
@@ -542,7 +572,7 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
                 .sum();
             // Regions inside the members that hold little of their content
             // are lists inside records (a card's spec rows), not records.
-            let nested = g.members.len() as f64 >= env_f("NM", 4.0) && inner_cov < cv * all;
+            let nested = g.members.len() >= NESTED_MIN_RECORDS && inner_cov < NESTED_COVERAGE * all;
             if g.score > 0.0 && (nested || g.score > inner) {
                 g.taken = true;
                 total += g.score;
@@ -582,8 +612,6 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
         }
     }
     let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
-    let (abs, frac) = (env_f("RA", 20.0), env_f("RF", 0.2));
-    let (min_text, min_n) = (env_f("MT", 16.0), env_f("MN", 3.0));
     out.retain(|g| {
         let n = g.members.len() as f64;
         let text: f64 = g
@@ -591,7 +619,7 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
             .iter()
             .map(|&m| f64::from(page.els[m as usize].text))
             .sum();
-        g.score >= abs && g.score >= frac * best && n >= min_n && text >= min_text * n
+        g.score >= MIN_SCORE && g.score >= MIN_SHARE_OF_BEST * best && n >= MIN_RECORDS as f64 && text >= MIN_TEXT * n
     });
     out.sort_by_key(|g| g.members[0]);
     out
@@ -639,10 +667,6 @@ fn in_chrome(page: &Page<'_>, i: u32) -> bool {
     false
 }
 
-/// Tuning knob (temporary).
-fn env_f(name: &str, default: f64) -> f64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// One field before naming: its key inside the record and its content.
 struct RawField {
