@@ -874,3 +874,224 @@ fn looks_like_price(text: &str) -> bool {
     text.chars().any(|c| matches!(c, '$' | '€' | '£' | '¥' | '₩' | '₹' | '₽'))
         || ["USD", "EUR", "GBP", "JPY"].iter().any(|c| text.contains(c))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(html: &str) -> Records {
+        extract(&Dom::parse(html))
+    }
+
+    fn xpaths(r: &Records) -> Vec<String> {
+        r.records.iter().map(|r| r.xpaths.join(" ")).collect()
+    }
+
+    /// The names of a record's fields, in order.
+    fn names(r: &Record) -> Vec<&str> {
+        r.fields.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    fn field<'r>(r: &'r Record, name: &str) -> &'r Field {
+        r.fields
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no field {name} in {:?}", r.fields))
+    }
+
+    const QUOTES: &str = r#"<html><body>
+        <div class="header"><h1><a href="/">Quotes to Scrape</a></h1></div>
+        <div class="container">
+          <div class="quote"><span class="text">"The world as we have created it is a process of our thinking."</span>
+            <span>by <small class="author">Albert Einstein</small> <a href="/author/Albert-Einstein">(about)</a></span>
+            <div class="tags">Tags: <a class="tag" href="/tag/change">change</a> <a class="tag" href="/tag/thinking">thinking</a></div></div>
+          <div class="quote"><span class="text">"It is our choices that show what we truly are, far more than our abilities."</span>
+            <span>by <small class="author">J.K. Rowling</small> <a href="/author/J-K-Rowling">(about)</a></span>
+            <div class="tags">Tags: <a class="tag" href="/tag/abilities">abilities</a> <a class="tag" href="/tag/choices">choices</a></div></div>
+          <div class="quote"><span class="text">"There are only two ways to live your life."</span>
+            <span>by <small class="author">Albert Einstein</small> <a href="/author/Albert-Einstein">(about)</a></span>
+            <div class="tags">Tags: <a class="tag" href="/tag/life">life</a> <a class="tag" href="/tag/miracles">miracles</a></div></div>
+          <div class="quote"><span class="text">"A day without sunshine is like, you know, night."</span>
+            <span>by <small class="author">Steve Martin</small> <a href="/author/Steve-Martin">(about)</a></span>
+            <div class="tags">Tags: <a class="tag" href="/tag/humor">humor</a> <a class="tag" href="/tag/simile">simile</a></div></div>
+        </div></body></html>"#;
+
+    #[test]
+    fn div_quote_list_gives_one_record_per_quote_with_consistent_fields() {
+        let r = records(QUOTES);
+        assert_eq!(
+            xpaths(&r),
+            (1..=4)
+                .map(|k| format!("/body[1]/div[2]/div[{k}]"))
+                .collect::<Vec<_>>()
+        );
+        // Same layout, same field names in every record.
+        let first = names(&r.records[0]);
+        for rec in &r.records {
+            assert_eq!(names(rec), first);
+        }
+        // The author sits at the same relative place in every quote.
+        let authors: Vec<&str> = r
+            .records
+            .iter()
+            .map(|rec| {
+                rec.fields
+                    .iter()
+                    .find(|f| f.xpath.ends_with("/span[2]/small[1]"))
+                    .map_or("", |f| f.text.as_str())
+            })
+            .collect();
+        assert_eq!(
+            authors,
+            ["Albert Einstein", "J.K. Rowling", "Albert Einstein", "Steve Martin"]
+        );
+        let about = field(&r.records[1], "title");
+        assert_eq!(about.text, "(about)");
+        assert_eq!(about.href.as_deref(), Some("/author/J-K-Rowling"));
+        assert!(
+            r.records[0].fields[0].text.starts_with("\"The world"),
+            "{:?}",
+            r.records[0].fields[0]
+        );
+    }
+
+    #[test]
+    fn table_rows_are_records_with_a_price_field() {
+        let html = r#"<html><body><h2>Price list</h2><table>
+            <thead><tr><th>Item</th><th>Price</th><th></th></tr></thead>
+            <tr><td>Walnut writing desk</td><td>$349.00</td><td><a href="/p/1">details</a></td></tr>
+            <tr><td>Oak bookcase, five shelves</td><td>$219.50</td><td><a href="/p/2">details</a></td></tr>
+            <tr><td>Reading lamp, brass</td><td>$59.99</td><td><a href="/p/3">details</a></td></tr>
+            <tr><td>Leather armchair</td><td>$899.00</td><td><a href="/p/4">details</a></td></tr>
+            <tr><td>Pine side table</td><td>$75.00</td><td><a href="/p/5">details</a></td></tr>
+            </table></body></html>"#;
+        let r = records(html);
+        assert_eq!(
+            xpaths(&r),
+            (1..=5)
+                .map(|k| format!("/body[1]/table[1]/tbody[1]/tr[{k}]"))
+                .collect::<Vec<_>>()
+        );
+        let prices: Vec<&str> = r
+            .records
+            .iter()
+            .map(|rec| field(rec, "price").text.as_str())
+            .collect();
+        assert_eq!(prices, ["$349.00", "$219.50", "$59.99", "$899.00", "$75.00"]);
+        assert_eq!(field(&r.records[2], "title").text, "details");
+        assert_eq!(field(&r.records[2], "title").href.as_deref(), Some("/p/3"));
+        assert_eq!(field(&r.records[3], "f1").text, "Leather armchair");
+        assert_eq!(
+            field(&r.records[3], "f1").xpath,
+            "/body[1]/table[1]/tbody[1]/tr[4]/td[1]"
+        );
+    }
+
+    #[test]
+    fn a_long_list_of_links_is_a_region_of_one_field_records() {
+        let cities = [
+            "Berlin", "Lisbon", "Lyon", "Madrid", "Vienna", "Prague", "Oslo", "Dublin",
+            "Krakow", "Porto", "Zurich", "Munich",
+        ];
+        let items: String = cities
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(r#"<li><a href="/jobs/{i}">Rust developer jobs in {c}</a></li>"#))
+            .collect();
+        let html = format!("<html><body><div><h1>Jobs by city</h1><ul>{items}</ul></div></body></html>");
+        let r = records(&html);
+        assert_eq!(r.records.len(), 12);
+        assert_eq!(r.records[4].xpaths, ["/body[1]/div[1]/ul[1]/li[5]"]);
+        for (rec, c) in r.records.iter().zip(cities) {
+            assert_eq!(names(rec), ["title"]);
+            assert_eq!(rec.fields[0].text, format!("Rust developer jobs in {c}"));
+        }
+        assert_eq!(r.records[11].fields[0].href.as_deref(), Some("/jobs/11"));
+    }
+
+    #[test]
+    fn a_nav_menu_is_left_out_and_the_real_list_comes_out() {
+        let menu: String = ["Home", "Laptops", "Phones", "Tablets", "Cameras", "Audio"]
+            .iter()
+            .map(|m| format!(r#"<li><a href="/{m}">{m} and accessories</a></li>"#))
+            .collect();
+        let items: String = [
+            ("ThinkPad X1 Carbon, 14 inch", "$1,299", "Light business laptop with a matte screen."),
+            ("MacBook Air 13", "$999", "Fanless laptop with a long battery life."),
+            ("Dell XPS 15", "$1,499", "Large screen and a strong graphics card."),
+            ("Framework Laptop 13", "$1,049", "Repairable laptop with swappable ports."),
+            ("HP Spectre x360", "$1,199", "Convertible laptop with a pen."),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (t, p, d))| {
+            format!(
+                r#"<div class="item"><h3><a href="/p/{i}">{t}</a></h3><span class="price">{p}</span><p>{d}</p></div>"#
+            )
+        })
+        .collect();
+        let html = format!(
+            r#"<html><body><nav><ul>{menu}</ul></nav><main><h1>Laptops</h1><div class="results">{items}</div></main>
+            <footer><ul><li><a href="/about">About this shop</a></li><li><a href="/contact">Contact the shop</a></li>
+            <li><a href="/terms">Terms of service</a></li></ul></footer></body></html>"#
+        );
+        let r = records(&html);
+        assert_eq!(
+            xpaths(&r),
+            (1..=5)
+                .map(|k| format!("/body[1]/main[1]/div[1]/div[{k}]"))
+                .collect::<Vec<_>>()
+        );
+        for rec in &r.records {
+            assert_eq!(names(rec), ["title", "price", "f1"]);
+        }
+        assert_eq!(field(&r.records[1], "title").text, "MacBook Air 13");
+        assert_eq!(field(&r.records[1], "title").href.as_deref(), Some("/p/1"));
+        assert_eq!(field(&r.records[4], "price").text, "$1,199");
+        assert_eq!(
+            field(&r.records[4], "price").xpath,
+            "/body[1]/main[1]/div[1]/div[5]/span[1]"
+        );
+    }
+
+    #[test]
+    fn article_inside_single_child_wrappers_is_the_record() {
+        let cards: String = (1..=4)
+            .map(|i| {
+                format!(
+                    r#"<div class="cell"><div class="inner"><article><h2><a href="/n/{i}">Headline number {i} of the day</a></h2>
+                    <p>Teaser text for story {i}, long enough to read.</p></article></div></div>"#
+                )
+            })
+            .collect();
+        let html = format!(r#"<html><body><section>{cards}</section></body></html>"#);
+        let r = records(&html);
+        assert_eq!(
+            xpaths(&r),
+            (1..=4)
+                .map(|k| format!("/body[1]/section[1]/div[{k}]/div[1]/article[1]"))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn pages_without_lists_give_no_records() {
+        assert!(records("").records.is_empty());
+        assert!(records("<p>Just one paragraph of text on this page.</p>").records.is_empty());
+        // Two similar siblings are not enough evidence of a list.
+        let two = "<div><div><b>Alpha</b> first entry text</div><div><b>Beta</b> second entry text</div></div>";
+        assert!(records(two).records.is_empty());
+    }
+
+    #[test]
+    fn price_detection() {
+        assert!(looks_like_price("$1,299"));
+        assert!(looks_like_price("12.50 EUR"));
+        assert!(looks_like_price("₩30,000"));
+        assert!(!looks_like_price("Albert Einstein"));
+        assert!(!looks_like_price("$"));
+        assert!(!looks_like_price(
+            "$5 off every order over a hundred dollars this whole week"
+        ));
+    }
+}
