@@ -19,6 +19,7 @@ mod harness;
 mod markup;
 mod notify;
 mod props;
+mod records;
 mod refresh;
 mod serve;
 mod source;
