@@ -20,6 +20,7 @@ mod layout;
 mod markup;
 mod notify;
 mod props;
+mod records;
 mod refresh;
 mod region;
 mod serve;
