@@ -22,6 +22,8 @@
                   sc:Quote, sc:Address, sc:Keywords (CamelCase of the name)
     sc:xpath      the id (literal)
     sc:label, sc:key, sc:col, sc:keycol   literals, when present
+    sc:role, sc:byline, sc:date, sc:clip  literals, when present (extraction
+                                          results: README, "Extraction")
     sc:level, sc:ordinal                  xsd:integer, when present
     sc:num        xsd:decimal (xsd:double if the value only fits that, a
                   plain literal if neither)
@@ -113,6 +115,10 @@
       <xsl:if test="@key"><sc:key><xsl:value-of select="@key"/></sc:key></xsl:if>
       <xsl:if test="@col"><sc:col><xsl:value-of select="@col"/></sc:col></xsl:if>
       <xsl:if test="@keycol"><sc:keycol><xsl:value-of select="@keycol"/></sc:keycol></xsl:if>
+      <xsl:if test="@role"><sc:role><xsl:value-of select="@role"/></sc:role></xsl:if>
+      <xsl:if test="@byline"><sc:byline><xsl:value-of select="@byline"/></sc:byline></xsl:if>
+      <xsl:if test="@date"><sc:date><xsl:value-of select="@date"/></sc:date></xsl:if>
+      <xsl:if test="@clip"><sc:clip><xsl:value-of select="@clip"/></sc:clip></xsl:if>
       <xsl:for-each select="@level | @ordinal">
         <xsl:call-template name="integer"><xsl:with-param name="property" select="local-name()"/></xsl:call-template>
       </xsl:for-each>

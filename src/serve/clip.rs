@@ -420,6 +420,7 @@ mod tests {
     fn clip(xpath: &str) -> Clip {
         Clip {
             xpath: xpath.to_owned(),
+            extract: None,
             description: None,
             public: false,
             stylesheet: None,

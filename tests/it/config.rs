@@ -288,7 +288,7 @@ fn validate_names_every_problem_in_every_file() {
     let stderr = text(&out.stderr);
     let expected = [
         "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
-        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures, monitor, layout",
         "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
         "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
         "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
