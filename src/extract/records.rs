@@ -411,6 +411,9 @@ fn sibling_groups(page: &Page<'_>, parent: u32) -> Vec<Group> {
         if never_record(tag) || !page.has_content(c) {
             continue;
         }
+        // Only the 16 latest clusters are tried: similar siblings sit near
+        // each other, and a parent with thousands of unlike children must
+        // not cost a quadratic number of comparisons.
         let found = clusters.iter_mut().rev().take(16).find(|cl| {
             let rep = cl[0];
             page.els[rep as usize].tag == *tag && page.similarity(rep, c) >= SIMILARITY
