@@ -28,8 +28,9 @@ fn expand(sources: &[String]) -> anyhow::Result<Vec<String>> {
                 .filter_map(Result::ok)
                 .map(|e| e.path())
                 .filter(|p| {
-                    p.extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+                    p.extension().is_some_and(|e| {
+                        e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm")
+                    })
                 })
                 .map(|p| p.display().to_string())
                 .collect();
