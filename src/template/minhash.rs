@@ -84,7 +84,9 @@ pub fn shingles(tree: &PageTree, only: Option<&[u32]>) -> Vec<u64> {
         if node.is_text() {
             return None;
         }
-        let t = *tags.entry(&*node.tag).or_insert_with(|| tag_hash(&node.tag));
+        let t = *tags
+            .entry(&*node.tag)
+            .or_insert_with(|| tag_hash(&node.tag));
         let above = node.parent.map_or(0, |p| path[p as usize]);
         path[i] = mix(above.rotate_left(17) ^ t);
         Some(path[i])
@@ -110,10 +112,10 @@ pub fn shingles(tree: &PageTree, only: Option<&[u32]>) -> Vec<u64> {
                 }
                 while next <= n {
                     let h = include(next);
-                    if next == n {
-                        if let Some(h) = h {
-                            paths.push(h);
-                        }
+                    if next == n
+                        && let Some(h) = h
+                    {
+                        paths.push(h);
                     }
                     next += 1;
                 }
@@ -288,7 +290,10 @@ mod tests {
         let kept = shingles(&t, Some(&[0, 1, 2, 3]));
         assert_eq!(kept.len(), 2, "4 paths, windows of 3");
         assert_eq!(all.len(), 4, "6 paths, 4 distinct windows");
-        assert_eq!(kept, shingles(&tree("<body><ul><li><a>x</a></li></ul></body>"), None));
+        assert_eq!(
+            kept,
+            shingles(&tree("<body><ul><li><a>x</a></li></ul></body>"), None)
+        );
     }
 
     #[test]

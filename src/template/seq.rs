@@ -292,7 +292,8 @@ impl Sequence {
         for b in &s.blocks {
             s.repeats[b.start as usize] = true;
         }
-        s.detected.sort_by_key(|r| (r.parent, r.copies.first().copied()));
+        s.detected
+            .sort_by_key(|r| (r.parent, r.copies.first().copied()));
         s
     }
 
@@ -392,7 +393,10 @@ fn collapse_pass(seq: &mut Sequence) -> bool {
     for b in &seq.blocks {
         let p = parent[b.start as usize];
         if p != u32::MAX {
-            blocks_at.entry(p).or_default().push((b.start, b.start + b.len));
+            blocks_at
+                .entry(p)
+                .or_default()
+                .push((b.start, b.start + b.len));
         }
     }
     let mut runs: Vec<Run> = Vec::new();
@@ -497,7 +501,11 @@ fn apply(seq: &mut Sequence, runs: &[Run]) {
             len: run.unit_len,
         });
         seq.detected.push(Repeat {
-            parent: seq.nodes.get(run.parent).copied().unwrap_or(run.parent as u32),
+            parent: seq
+                .nodes
+                .get(run.parent)
+                .copied()
+                .unwrap_or(run.parent as u32),
             siblings: run.siblings as u32,
             copies: run
                 .copies
@@ -515,8 +523,8 @@ fn apply(seq: &mut Sequence, runs: &[Run]) {
     }
     // kept[i]: kept positions before i, i.e. the new position of i.
     let mut kept = vec![0u32; n + 1];
-    for i in 0..n {
-        kept[i + 1] = kept[i] + keep[i] as u32;
+    for (i, &k) in keep.iter().enumerate() {
+        kept[i + 1] = kept[i] + k as u32;
     }
     for tp in seq.tree_pos.iter_mut() {
         if (*tp as usize) < n {
@@ -536,15 +544,13 @@ fn apply(seq: &mut Sequence, runs: &[Run]) {
     blocks.dedup();
     seq.blocks = blocks;
     let mut w = 0;
-    for i in 0..n {
-        if keep[i] {
-            seq.tokens[w] = seq.tokens[i];
-            seq.depths[w] = seq.depths[i];
-            if let Some(&node) = seq.nodes.get(i) {
-                seq.nodes[w] = node;
-            }
-            w += 1;
+    for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+        seq.tokens[w] = seq.tokens[i];
+        seq.depths[w] = seq.depths[i];
+        if let Some(&node) = seq.nodes.get(i) {
+            seq.nodes[w] = node;
         }
+        w += 1;
     }
     seq.tokens.truncate(w);
     seq.depths.truncate(w);
@@ -590,9 +596,7 @@ impl Lce {
         let mut k = 1;
         while 2 * k <= n {
             let prev = &table[table.len() - 1];
-            let next: Vec<u32> = (0..=n - 2 * k)
-                .map(|r| prev[r].min(prev[r + k]))
-                .collect();
+            let next: Vec<u32> = (0..=n - 2 * k).map(|r| prev[r].min(prev[r + k])).collect();
             table.push(next);
             k *= 2;
         }
@@ -641,7 +645,11 @@ fn suffix_array(s: &[u32]) -> Vec<u32> {
         // Suffixes ordered by their second half: the empty ones first.
         second.clear();
         second.extend((n.saturating_sub(k)..n).map(|i| i as u32));
-        second.extend(sa.iter().filter(|&&p| p as usize >= k).map(|&p| p - k as u32));
+        second.extend(
+            sa.iter()
+                .filter(|&&p| p as usize >= k)
+                .map(|&p| p - k as u32),
+        );
         // Stable counting sort by the first half.
         count[..=classes].fill(0);
         for &r in &rank {
@@ -656,11 +664,7 @@ fn suffix_array(s: &[u32]) -> Vec<u32> {
             count[r] += 1;
         }
         let key2 = |i: usize| {
-            if i + k < n {
-                rank[i + k] as i64
-            } else {
-                -1
-            }
+            if i + k < n { rank[i + k] as i64 } else { -1 }
         };
         tmp[sa[0] as usize] = 0;
         let mut c = 0u32;
@@ -784,7 +788,11 @@ mod tests {
         let lce = Lce::new(&s);
         for i in 0..s.len() {
             for j in 0..s.len() {
-                let want = s[i..].iter().zip(&s[j..]).take_while(|(a, b)| a == b).count();
+                let want = s[i..]
+                    .iter()
+                    .zip(&s[j..])
+                    .take_while(|(a, b)| a == b)
+                    .count();
                 assert_eq!(lce.lce(i, j), want, "lce({i},{j})");
             }
         }
