@@ -423,13 +423,12 @@ pub fn agglomerate(matrix: &DistanceMatrix, threshold: f64, linkage: Linkage) ->
     let at = |i: usize, j: usize| if i < j { tri(n, i, j) } else { tri(n, j, i) };
     let mut remaining = n;
     while remaining > 1 {
-        if chain.is_empty() {
-            if let Some(first) = active.iter().position(|&a| a) {
-                chain.push(first);
-            }
+        if chain.is_empty()
+            && let Some(first) = active.iter().position(|&a| a)
+        {
+            chain.push(first);
         }
-        loop {
-            let Some(&x) = chain.last() else { break };
+        while let Some(&x) = chain.last() {
             let prev = chain.len().checked_sub(2).map(|k| chain[k]);
             // The nearest active cluster to x; a tie goes to the previous
             // chain element (which keeps the chain from cycling).
@@ -795,7 +794,10 @@ fn alternatives(
     let mut distinct: Vec<(Vec<u32>, usize, usize)> = Vec::new(); // (tokens, item, count)
     let mut seen: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
     for (k, (page, pos)) in items.iter().enumerate() {
-        let toks: Vec<u32> = pos.iter().map(|&p| pages[*page].sequence.tokens[p]).collect();
+        let toks: Vec<u32> = pos
+            .iter()
+            .map(|&p| pages[*page].sequence.tokens[p])
+            .collect();
         match seen.get(&toks) {
             Some(&d) => distinct[d].2 += 1,
             None => {
@@ -813,7 +815,10 @@ fn alternatives(
         let mut joined = false;
         for g in groups.iter_mut() {
             let (lp, lpos) = (&items[g.0].0, &items[g.0].1);
-            let ltoks: Vec<u32> = lpos.iter().map(|&p| pages[*lp].sequence.tokens[p]).collect();
+            let ltoks: Vec<u32> = lpos
+                .iter()
+                .map(|&p| pages[*lp].sequence.tokens[p])
+                .collect();
             let lws: Vec<u32> = lpos.iter().map(|&p| pages[*lp].weights[p]).collect();
             if elcs::elcs_similarity(&ltoks, &lws, toks, &ws) >= 1.0 - threshold {
                 // Shrink the group's common part.
@@ -844,7 +849,7 @@ fn alternatives(
             }
         })
         .collect();
-    out.sort_by(|a, b| b.pages.cmp(&a.pages));
+    out.sort_by_key(|a| std::cmp::Reverse(a.pages));
     out
 }
 
@@ -982,13 +987,13 @@ impl TemplateSet {
     /// per pending page (bounded by [`MAX_PENDING`]).
     pub fn observe(&mut self, page: PageFeatures) -> Observation {
         let need = 1.0 - self.threshold;
-        if let Some((template, similarity)) = self.nearest(&page) {
-            if similarity >= need {
-                return Observation::Matched {
-                    template,
-                    similarity,
-                };
-            }
+        if let Some((template, similarity)) = self.nearest(&page)
+            && similarity >= need
+        {
+            return Observation::Matched {
+                template,
+                similarity,
+            };
         }
         let close: Vec<usize> = (0..self.pending.len())
             .filter(|&i| {
@@ -1075,7 +1080,7 @@ mod tests {
         match site {
             0 => {
                 s.push_str("<header><nav><a>Home</a><a>World</a><a>Sport</a></nav></header><main><h1>News</h1>");
-                if v % 2 == 0 {
+                if v.is_multiple_of(2) {
                     s.push_str("<h2>subtitle</h2>");
                 }
                 s.push_str("<ul class=news>");
@@ -1085,12 +1090,16 @@ mod tests {
                 s.push_str("</ul></main><footer><p>(c)</p></footer>");
             }
             1 => {
-                s.push_str("<div id=top><form><input><button>go</button></form></div><div id=body><table>");
+                s.push_str(
+                    "<div id=top><form><input><button>go</button></form></div><div id=body><table>",
+                );
                 for i in 0..n {
-                    s.push_str(&format!("<tr><td><img></td><td><a>item {i}</a></td><td>9.99</td></tr>"));
+                    s.push_str(&format!(
+                        "<tr><td><img></td><td><a>item {i}</a></td><td>9.99</td></tr>"
+                    ));
                 }
                 s.push_str("</table>");
-                if v % 3 == 0 {
+                if v.is_multiple_of(3) {
                     s.push_str("<div class=ad><img><p>buy</p></div>");
                 }
                 s.push_str("</div>");
@@ -1157,7 +1166,9 @@ mod tests {
         let mut d = Vec::new();
         let mut x = 7u64;
         for _ in 0..n * (n - 1) / 2 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             d.push(((x >> 40) % 1000) as f32 / 1000.0);
         }
         let m = DistanceMatrix {
@@ -1173,7 +1184,11 @@ mod tests {
                     .into_iter()
                     .map(|c| c.members)
                     .collect();
-                assert_eq!(fast, naive_agglomerate(&m, t, linkage), "{linkage:?} at {t}");
+                assert_eq!(
+                    fast,
+                    naive_agglomerate(&m, t, linkage),
+                    "{linkage:?} at {t}"
+                );
             }
         }
     }
@@ -1253,10 +1268,7 @@ mod tests {
         // but aligns it as `a orz b cd lx e`; the alignment is followed.)
         let mut interner = Interner::new();
         let doc = |s: &str| {
-            let body: String = s
-                .split(' ')
-                .map(|t| format!("<x-{t}></x-{t}>"))
-                .collect();
+            let body: String = s.split(' ').map(|t| format!("<x-{t}></x-{t}>")).collect();
             format!("<body>{body}</body>")
         };
         let p1 = features(&doc("a o r z b c d l x e"), &mut interner);
@@ -1291,10 +1303,16 @@ mod tests {
         };
         // Gaps: before body, a|body, b|a, c|b, d|c, e|d, after e.
         assert_eq!(t.optional.len(), 7);
-        assert_eq!(render(&t.optional[2]), [("thu".to_owned(), 2.0), ("orz".to_owned(), 1.0)]);
+        assert_eq!(
+            render(&t.optional[2]),
+            [("thu".to_owned(), 2.0), ("orz".to_owned(), 1.0)]
+        );
         assert_eq!(render(&t.optional[3]), [("eat".to_owned(), 2.0)]);
         // lx and pku share no tag: two alternatives.
-        assert_eq!(render(&t.optional[5]), [("lx".to_owned(), 2.0), ("pku".to_owned(), 1.0)]);
+        assert_eq!(
+            render(&t.optional[5]),
+            [("lx".to_owned(), 2.0), ("pku".to_owned(), 1.0)]
+        );
         assert!(t.optional[4].is_empty() && t.optional[6].is_empty());
         // A new page: the usual "thu"/"eat" are template, "orz"-like
         // rarities and unknown tags are data.
@@ -1311,8 +1329,15 @@ mod tests {
         // the likely alternatives thu, eat, lx (2048 each); missing: lx.
         let expected = 4096.0 + 13.0 * 2048.0;
         assert!((t.drift(&q.sequence) - 2.0 * 2048.0 / expected).abs() < 1e-12);
-        let other = features("<body><table><tr><td></td></tr></table></body>", &mut interner);
-        assert!(t.drift(&other.sequence) > 0.7, "{}", t.drift(&other.sequence));
+        let other = features(
+            "<body><table><tr><td></td></tr></table></body>",
+            &mut interner,
+        );
+        assert!(
+            t.drift(&other.sequence) > 0.7,
+            "{}",
+            t.drift(&other.sequence)
+        );
     }
 
     #[test]
@@ -1324,7 +1349,8 @@ mod tests {
         let refs: Vec<&PageFeatures> = pages.iter().collect();
         let t = Template::learn(&refs, 0, DEFAULT_THRESHOLD).unwrap_or_else(|| panic!("template"));
         // A new version with an extra block in the main column.
-        let html = page(0, 7, 1).replace("</ul>", "</ul><div class=poll><form><input></form></div>");
+        let html =
+            page(0, 7, 1).replace("</ul>", "</ul><div class=poll><form><input></form></div>");
         let tree = PageTree::from_dom(&Dom::parse(&html));
         let f = PageFeatures::new(&tree, &mut interner);
         let data = t.data_nodes(&f.sequence);

@@ -138,7 +138,11 @@ pub fn lcs_len_bits(a: &[u32], b: &[u32]) -> u32 {
         } else {
             64
         };
-        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         zeros += (!x & mask).count_ones();
     }
     (p + s) as u32 + zeros
@@ -311,7 +315,16 @@ fn hirschberg(
     }
     let k = best.1;
     hirschberg(&a[..mid], &wa[..mid], &b[..k], ao2, bo2, out, fwd, bwd);
-    hirschberg(&a[mid..], &wa[mid..], &b[k..], ao2 + mid, bo2 + k, out, fwd, bwd);
+    hirschberg(
+        &a[mid..],
+        &wa[mid..],
+        &b[k..],
+        ao2 + mid,
+        bo2 + k,
+        out,
+        fwd,
+        bwd,
+    );
     suffix(out);
 }
 
@@ -361,7 +374,11 @@ pub struct Histogram {
 impl Histogram {
     /// The histogram of `tokens` with their `weights`.
     pub fn new(tokens: &[u32], weights: &[u32]) -> Histogram {
-        let mut pairs: Vec<(u32, u32)> = tokens.iter().copied().zip(weights.iter().copied()).collect();
+        let mut pairs: Vec<(u32, u32)> = tokens
+            .iter()
+            .copied()
+            .zip(weights.iter().copied())
+            .collect();
         pairs.sort_unstable();
         let mut entries: Vec<(u32, u32, u32)> = Vec::new();
         for (t, w) in pairs {

@@ -112,10 +112,10 @@ pub fn shingles(tree: &PageTree, only: Option<&[u32]>) -> Vec<u64> {
                 }
                 while next <= n {
                     let h = include(next);
-                    if next == n {
-                        if let Some(h) = h {
-                            paths.push(h);
-                        }
+                    if next == n
+                        && let Some(h) = h
+                    {
+                        paths.push(h);
                     }
                     next += 1;
                 }

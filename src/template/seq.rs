@@ -523,8 +523,8 @@ fn apply(seq: &mut Sequence, runs: &[Run]) {
     }
     // kept[i]: kept positions before i, i.e. the new position of i.
     let mut kept = vec![0u32; n + 1];
-    for i in 0..n {
-        kept[i + 1] = kept[i] + keep[i] as u32;
+    for (i, &k) in keep.iter().enumerate() {
+        kept[i + 1] = kept[i] + k as u32;
     }
     for tp in seq.tree_pos.iter_mut() {
         if (*tp as usize) < n {
@@ -544,15 +544,13 @@ fn apply(seq: &mut Sequence, runs: &[Run]) {
     blocks.dedup();
     seq.blocks = blocks;
     let mut w = 0;
-    for i in 0..n {
-        if keep[i] {
-            seq.tokens[w] = seq.tokens[i];
-            seq.depths[w] = seq.depths[i];
-            if let Some(&node) = seq.nodes.get(i) {
-                seq.nodes[w] = node;
-            }
-            w += 1;
+    for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+        seq.tokens[w] = seq.tokens[i];
+        seq.depths[w] = seq.depths[i];
+        if let Some(&node) = seq.nodes.get(i) {
+            seq.nodes[w] = node;
         }
+        w += 1;
     }
     seq.tokens.truncate(w);
     seq.depths.truncate(w);
