@@ -24,11 +24,13 @@ use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
 use crate::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::hierarchy::Hierarchy;
+use crate::layout::{self, LayoutState, WatchPage};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::output::{XmlOptions, to_xml};
 use crate::refresh::{self, Prepared};
 use crate::source::FetchOptions;
 use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
+use crate::template::cluster::TemplateSet;
 use crate::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::xpath::HierarchyDoc;
 
@@ -220,8 +222,21 @@ pub async fn check(
                     }) => {
                         let decoded = page.decode();
                         let url = page.url.as_ref().map(ToString::to_string);
-                        let h = Hierarchy::from_html(&decoded.text, url.as_deref());
-                        match refresh::prepare(store, &watch.id, &h, &watch.ignore) {
+                        let previous = previous_layout(store, &watch.id);
+                        let mut templates = watch
+                            .layout
+                            .template
+                            .as_deref()
+                            .and_then(|name| template_set(store, &watch.id, name));
+                        let page = layout::build_page(
+                            &decoded.text,
+                            url.as_deref(),
+                            &watch,
+                            &previous,
+                            templates.as_mut(),
+                        );
+                        let h = &page.hierarchy;
+                        match refresh::prepare(store, &watch.id, h, &watch.ignore) {
                             Err(error) => {
                                 let message = error_chain(&error);
                                 work.failed(&message, alert_after);
@@ -232,7 +247,8 @@ pub async fn check(
                                 work.status.etag = etag;
                                 work.status.last_modified = last_modified;
                                 let outcome =
-                                    work.page(store, &h, &prepared, current_hash.is_none())?;
+                                    work.page(store, h, &prepared, current_hash.is_none())?;
+                                work.layout(&previous, &page, &prepared);
                                 (outcome, Some(prepared))
                             }
                         }
@@ -267,6 +283,48 @@ pub async fn check(
     .map_err(|e| CheckError::Worker(e.to_string()))?
 }
 
+/// The stored layout state of `watch`; a missing or unreadable one (a
+/// store written by an older version, a damaged row) starts afresh.
+fn previous_layout(store: &Store, watch: &str) -> LayoutState {
+    match store.layout_state(watch) {
+        Ok(Some(json)) => serde_json::from_str(&json).unwrap_or_else(|error| {
+            tracing::warn!(watch, %error, "unreadable layout state, starting afresh");
+            LayoutState::default()
+        }),
+        Ok(None) => LayoutState::default(),
+        Err(error) => {
+            tracing::warn!(watch, error = %error_chain(&error), "cannot read the layout state");
+            LayoutState::default()
+        }
+    }
+}
+
+/// The template set `name` from the store; `None` (with a warning) when it
+/// was never learned or cannot be read, so the watch still runs.
+fn template_set(store: &Store, watch: &str, name: &str) -> Option<TemplateSet> {
+    match store.template_set(name) {
+        Ok(Some(json)) => match serde_json::from_str(&json) {
+            Ok(set) => Some(set),
+            Err(error) => {
+                tracing::warn!(watch, template = name, %error, "unreadable template set");
+                None
+            }
+        },
+        Ok(None) => {
+            tracing::warn!(
+                watch,
+                template = name,
+                "no such template set: learn it with `semclip learn`"
+            );
+            None
+        }
+        Err(error) => {
+            tracing::warn!(watch, template = name, error = %error_chain(&error), "cannot read the template set");
+            None
+        }
+    }
+}
+
 /// The outbox rows for `alerts`: one per alert and notifier.
 fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
     let mut out = Vec::new();
@@ -277,6 +335,7 @@ fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
                 None => (Vec::new(), None),
             },
             AlertKind::Failing | AlertKind::Recovered => (watch.failures.notify.clone(), None),
+            AlertKind::LayoutChanged => (watch.layout.notify.clone(), None),
             _ => {
                 let name = alert.threshold.as_ref().map(|t| t.name.as_str());
                 let notify = watch
@@ -436,6 +495,40 @@ impl Work<'_> {
 
     /// A 304 (or nothing new): thresholds are judged on the stored snapshot
     /// only if their settings changed since the last evaluation.
+    /// Layout monitoring after a page was read: the new layout state, and
+    /// one "layout changed" event and alert when the page's structure
+    /// drifted or a clip lost its target (see [`crate::layout`]).
+    fn layout(&mut self, previous: &LayoutState, page: &WatchPage, prepared: &Prepared) {
+        let watch = self.watch;
+        // An unchanged page selects what it selected before.
+        let found = if prepared.unchanged || prepared.xml.is_empty() {
+            previous
+                .found
+                .iter()
+                .filter(|(name, _)| watch.clips.get(*name).is_some_and(|c| c.extract.is_none()))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect()
+        } else {
+            layout::xpath_clips_found(watch, &prepared.xml)
+        };
+        let (state, event) = layout::assess(watch, previous, page, &found);
+        self.state.layout = serde_json::to_string(&state).ok();
+        if let Some(event) = event {
+            let summary = event.summary.clone();
+            tracing::warn!(watch = %watch.id, what = %summary, "layout changed");
+            let mut alert = self.alert(
+                AlertKind::LayoutChanged,
+                format!(
+                    "{}: layout changed: {summary}",
+                    watch.title.as_deref().unwrap_or(&watch.id)
+                ),
+            );
+            alert.error = Some(summary);
+            self.alerts.push(alert);
+            self.state.layout_event = serde_json::to_value(&event).ok();
+        }
+    }
+
     fn evaluate_stored(&mut self, store: &Store, hash: Option<&str>) -> Result<(), StoreError> {
         let Some(hash) = hash else { return Ok(()) };
         let fp = fingerprint(hash, &self.watch.thresholds);

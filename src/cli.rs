@@ -28,6 +28,10 @@ pub enum Command {
     Hierarchy(HierarchyArgs),
     /// Evaluate an XPath 1.0 expression over a page's hierarchy.
     Xpath(XpathArgs),
+    /// Extract a page's article, its data records, or the data region around keywords.
+    Extract(ExtractArgs),
+    /// Learn the templates of a site's pages and store them under a name.
+    Learn(LearnArgs),
     /// Print the semantic changes between two pages (exit 0 same, 1 different).
     Diff(DiffArgs),
     /// Run watches once and print what changed and what is alerted (exit 1 if alerts).
@@ -147,6 +151,102 @@ pub enum Format {
     Json,
     /// An indented outline for people.
     Outline,
+}
+
+/// Arguments of `semclip extract`.
+#[derive(Debug, clap::Args)]
+pub struct ExtractArgs {
+    /// What to extract.
+    #[command(subcommand)]
+    pub what: Extract,
+}
+
+/// What `semclip extract` extracts.
+#[derive(Debug, Subcommand)]
+pub enum Extract {
+    /// The main article: title, byline, date and body.
+    Article(ExtractArticleArgs),
+    /// The repeated data records of a list page.
+    Records(ExtractRecordsArgs),
+    /// The data region holding the given keywords, its records and a reusable wrapper (DEIP).
+    Region(ExtractRegionArgs),
+}
+
+/// Arguments of `semclip extract article`.
+#[derive(Debug, clap::Args)]
+pub struct ExtractArticleArgs {
+    /// A file path, `-` for stdin, or an http(s):// or file:// URL.
+    pub source: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = ExtractFormat::Xml)]
+    pub format: ExtractFormat,
+}
+
+/// Arguments of `semclip extract records`.
+#[derive(Debug, clap::Args)]
+pub struct ExtractRecordsArgs {
+    /// A file path, `-` for stdin, or an http(s):// or file:// URL.
+    pub source: String,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = ExtractFormat::Xml)]
+    pub format: ExtractFormat,
+}
+
+/// Arguments of `semclip extract region`.
+#[derive(Debug, clap::Args)]
+pub struct ExtractRegionArgs {
+    /// A file path, `-` for stdin, or an http(s):// or file:// URL.
+    pub source: String,
+    /// Text that appears in the wanted data, e.g. an issuer name (give two or three,
+    /// from different records).
+    #[arg(
+        long = "keyword",
+        short,
+        value_name = "TEXT",
+        required_unless_present = "wrapper"
+    )]
+    pub keywords: Vec<String>,
+    /// Reuse the wrapper of an earlier run (its JSON output, or just its `wrapper`
+    /// object) instead of keywords.
+    #[arg(long, value_name = "FILE", conflicts_with = "keywords")]
+    pub wrapper: Option<std::path::PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = ExtractFormat::Xml)]
+    pub format: ExtractFormat,
+}
+
+/// Output formats of `semclip extract`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExtractFormat {
+    /// A hierarchy document (`<page>`) holding the result in the public vocabulary.
+    Xml,
+    /// JSON with source positions (index XPaths), for scripts and scoring.
+    Json,
+    /// Plain text for people.
+    Text,
+}
+
+/// Arguments of `semclip learn`.
+#[derive(Debug, clap::Args)]
+pub struct LearnArgs {
+    /// The template set's name ([A-Za-z0-9._-]+), as watches name it in `layout.template`.
+    pub name: String,
+    /// Pages of one site: files, directories (their .html and .htm files), or URLs.
+    #[arg(required = true)]
+    pub sources: Vec<String>,
+    /// Structural distance (1 - depth-weighted LCS similarity) below which pages share a
+    /// template.
+    #[arg(long, default_value_t = crate::template::cluster::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// Pages a template needs; smaller groups stay pending until more such pages are seen.
+    #[arg(long, default_value_t = 2)]
+    pub min_pages: usize,
+    /// Print the clusters only; store nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Configuration (where the store is).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip xpath`.

@@ -83,7 +83,9 @@ fn node(e: &Node) -> Result<HNode, DocumentError> {
     n.col = e.get_attribute("col");
     n.num = e.get_attribute("num");
     n.xpath = e.get_attribute("xpath").unwrap_or_default();
-    for a in ["level", "href", "keycol", "ordinal"] {
+    for a in [
+        "level", "href", "keycol", "ordinal", "role", "byline", "date", "clip",
+    ] {
         if let Some(v) = e.get_attribute(a) {
             n.attrs.push((a, v));
         }

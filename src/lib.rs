@@ -28,6 +28,7 @@ pub mod dom;
 pub mod extract;
 pub mod fetch;
 pub mod hierarchy;
+pub mod layout;
 pub mod metrics;
 pub mod notify;
 pub mod number;

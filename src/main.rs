@@ -48,6 +48,8 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Hierarchy(args) => commands::hierarchy::run(args, &mut out).await,
             Command::Xpath(args) => commands::xpath::run(args, &mut out).await,
+            Command::Extract(args) => commands::extract::run(args, &mut out).await,
+            Command::Learn(args) => commands::learn::run(args, &mut out).await,
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
             Command::Check(args) => commands::check::run(args, &mut out).await,
             Command::Run(args) => commands::run::run(args).await,

@@ -83,7 +83,7 @@ pub use state::{
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -203,6 +203,20 @@ const MIGRATIONS: &[&str] = &[
         notifier TEXT NOT NULL,
         at       INTEGER NOT NULL,
         PRIMARY KEY (watch, notifier)
+    ) STRICT;",
+    // 4: layout monitoring and learned templates. layout_state.state is the
+    // JSON of `layout::LayoutState`; template_set.body the JSON of a
+    // `template::cluster::TemplateSet` learned by `semclip learn`.
+    "CREATE TABLE layout_state (
+        watch TEXT PRIMARY KEY NOT NULL,
+        state TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE template_set (
+        name       TEXT PRIMARY KEY NOT NULL,
+        learned_at INTEGER NOT NULL,
+        pages      INTEGER NOT NULL,
+        body       TEXT NOT NULL
     ) STRICT;",
 ];
 

@@ -5,7 +5,9 @@
 
 pub mod check;
 pub mod diff;
+pub mod extract;
 pub mod hierarchy;
+pub mod learn;
 pub mod run;
 pub mod serve;
 pub mod validate;

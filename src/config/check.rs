@@ -9,14 +9,15 @@ use std::time::Duration;
 use url::Url;
 
 use super::raw::{
-    ByteSize, Pos, RawAuth, RawDaemon, RawNotifier, RawSchedule, RawScope, RawSecret, RawSecurity,
-    RawServer, RawThreshold, RawWatch, RawWatchFetch, Sp,
+    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawMonitor, RawNotifier, RawSchedule, RawScope,
+    RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch, RawWatchFetch, Sp,
 };
 use super::tree::{self, DOCUMENT, join};
 use super::{
-    AlertSettings, Auth, Clip, DaemonConfig, DemoConfig, Diagnostic, FailurePolicy, FetchDefaults,
-    Limits, NotifierConfig, OnChange, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity,
-    Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,
+    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, NotifierConfig, OnChange, Scope,
+    Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch,
+    WebhookConfig,
 };
 use crate::schedule::{Schedule, parse_cron};
 use crate::store::Retention;
@@ -841,6 +842,52 @@ fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
     }
 }
 
+/// An extract clip's extraction, checked: region needs keywords, the
+/// others take none.
+fn extract_spec(
+    e: &Sp<RawExtract>,
+    keywords: Option<&Sp<Vec<Sp<String>>>>,
+    path: &str,
+    cx: &mut Ctx<'_>,
+) -> Option<ExtractSpec> {
+    match (e.value, keywords) {
+        (RawExtract::Region, Some(k)) => {
+            let words: Vec<String> = k
+                .value
+                .iter()
+                .map(|w| w.value.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect();
+            if words.is_empty() || words.iter().any(String::is_empty) {
+                cx.err(
+                    k.at,
+                    &join(path, "keywords"),
+                    "give one to three non-empty keywords, each from a different record",
+                );
+                return None;
+            }
+            Some(ExtractSpec::Region(words))
+        }
+        (RawExtract::Region, None) => {
+            cx.err(
+                e.at,
+                &join(path, "keywords"),
+                "`extract: region` needs keywords: texts of the wanted data, each from a different record",
+            );
+            None
+        }
+        (_, Some(k)) => {
+            cx.err(
+                k.at,
+                &join(path, "keywords"),
+                "keywords belong to `extract: region` clips",
+            );
+            None
+        }
+        (RawExtract::Article, None) => Some(ExtractSpec::Article),
+        (RawExtract::Records, None) => Some(ExtractSpec::Records),
+    }
+}
+
 /// A clip name: a URL path segment.
 fn valid_clip_name(s: &str) -> bool {
     valid_id(s)
@@ -1024,7 +1071,38 @@ fn watch(
                 format!("clip name `{name}` may only use A-Z a-z 0-9 . _ -"),
             );
         }
-        cx.xpath(&clip.value.xpath, &join(&path, "xpath"));
+        let (xpath, extract) = match (&clip.value.xpath, &clip.value.extract) {
+            (Some(x), None) => {
+                cx.xpath(x, &join(&path, "xpath"));
+                if let Some(k) = &clip.value.keywords {
+                    cx.err(
+                        k.at,
+                        &join(&path, "keywords"),
+                        "keywords belong to `extract: region` clips",
+                    );
+                }
+                (x.value.clone(), None)
+            }
+            (None, Some(e)) => {
+                let spec = extract_spec(e, clip.value.keywords.as_ref(), &path, cx);
+                (
+                    format!("/page/*[@clip={}]", crate::hierarchy::xpath_literal(name)),
+                    spec,
+                )
+            }
+            (Some(_), Some(e)) => {
+                cx.err(e.at, &path, "give either xpath or extract, not both");
+                (String::new(), None)
+            }
+            (None, None) => {
+                cx.err(
+                    clip.at,
+                    &path,
+                    "give xpath (what to select) or extract (article, records or region)",
+                );
+                (String::new(), None)
+            }
+        };
         let stylesheet = clip.value.stylesheet.as_ref().and_then(|s| {
             let name = s.value.trim();
             if !valid_stylesheet(name) {
@@ -1056,7 +1134,8 @@ fn watch(
         clips.insert(
             name.clone(),
             Clip {
-                xpath: clip.value.xpath.value.clone(),
+                xpath,
+                extract,
                 description: clip.value.description.as_ref().map(|d| d.value.clone()),
                 public: clip.value.public.as_ref().is_some_and(|p| p.value),
                 stylesheet,
@@ -1121,6 +1200,59 @@ fn watch(
                 .unwrap_or_default(),
         },
     };
+    let data_only = matches!(
+        raw.monitor.as_ref().map(|m| m.value),
+        Some(RawMonitor::Data)
+    );
+    if data_only
+        && !clips.values().any(|c: &Clip| c.extract.is_some())
+        && raw
+            .layout
+            .as_ref()
+            .and_then(|l| l.value.template.as_ref())
+            .is_none()
+        && let Some(m) = &raw.monitor
+    {
+        cx.err(
+            m.at,
+            "monitor",
+            "`monitor: data` needs an extract clip or layout.template to say where the data is",
+        );
+    }
+    let layout = match &raw.layout {
+        None => Layout::default(),
+        Some(l) => Layout {
+            template: l.value.template.as_ref().and_then(|t| {
+                if valid_id(&t.value) {
+                    Some(t.value.clone())
+                } else {
+                    cx.err(
+                        t.at,
+                        "layout.template",
+                        format!(
+                            "`{}` is not a template set name (A-Z a-z 0-9 . _ -)",
+                            t.value
+                        ),
+                    );
+                    None
+                }
+            }),
+            max_drift: match &l.value.max_drift {
+                None => DEFAULT_MAX_DRIFT,
+                Some(d) if d.value > 0.0 && d.value <= 1.0 => d.value,
+                Some(d) => {
+                    cx.err(d.at, "layout.max_drift", "a drift in (0, 1]");
+                    DEFAULT_MAX_DRIFT
+                }
+            },
+            notify: l
+                .value
+                .notify
+                .as_ref()
+                .map(|n| cx.notifiers(n, "layout.notify", known))
+                .unwrap_or_default(),
+        },
+    };
     Some((
         Watch {
             id,
@@ -1134,6 +1266,8 @@ fn watch(
             thresholds: thresholds.into_iter().collect::<Option<Vec<_>>>()?,
             on_change,
             failures,
+            data_only,
+            layout,
         },
         id_at,
     ))

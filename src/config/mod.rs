@@ -302,6 +302,10 @@ pub struct Watch {
     pub on_change: Option<OnChange>,
     /// What happens when checks fail.
     pub failures: FailurePolicy,
+    /// Only the page's data is compared (`monitor: data`).
+    pub data_only: bool,
+    /// Layout monitoring.
+    pub layout: Layout,
 }
 
 /// A watch's fetch settings.
@@ -347,8 +351,12 @@ pub enum Auth {
 /// A named part of the page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clip {
-    /// XPath over the hierarchy (checked).
+    /// XPath over the hierarchy (checked). For an extract clip, the path
+    /// of the node its extraction adds to the hierarchy:
+    /// `/page/*[@clip='NAME']`.
     pub xpath: String,
+    /// What the clip extracts, for a clip without its own XPath.
+    pub extract: Option<ExtractSpec>,
     /// What it is.
     pub description: Option<String>,
     /// Served without a token.
@@ -358,6 +366,53 @@ pub struct Clip {
     pub stylesheet: Option<String>,
     /// Its Cache-Control header; `None`: the server's.
     pub cache_control: Option<String>,
+}
+
+/// An extract clip's extraction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtractSpec {
+    /// The main article.
+    Article,
+    /// The repeated data records.
+    Records,
+    /// The DEIP data region holding these keywords.
+    Region(Vec<String>),
+}
+
+impl ExtractSpec {
+    /// The name used in watch files and events.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExtractSpec::Article => "article",
+            ExtractSpec::Records => "records",
+            ExtractSpec::Region(_) => "region",
+        }
+    }
+}
+
+/// Layout monitoring of a watch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// The template set drift is measured against (`None`: the page's
+    /// previous structure).
+    pub template: Option<String>,
+    /// Drift beyond which the layout counts as changed.
+    pub max_drift: f64,
+    /// Notifiers told about layout changes.
+    pub notify: Vec<String>,
+}
+
+/// Default [`Layout::max_drift`].
+pub const DEFAULT_MAX_DRIFT: f64 = 0.5;
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout {
+            template: None,
+            max_drift: DEFAULT_MAX_DRIFT,
+            notify: Vec::new(),
+        }
+    }
 }
 
 /// A numeric threshold on a value of the page.

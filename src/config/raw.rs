@@ -439,6 +439,10 @@ pub(crate) struct RawWatch {
     pub on_change: Option<Sp<RawOnChange>>,
     /// What happens when checks fail.
     pub failures: Option<Sp<RawFailures>>,
+    /// What change detection looks at: all (default) or data.
+    pub monitor: Option<Sp<RawMonitor>>,
+    /// Layout monitoring ("layout changed" events). Default: on, against the page's previous structure, notifying nobody.
+    pub layout: Option<Sp<RawLayout>>,
 }
 
 /// When the page is checked: exactly one of cron and every.
@@ -505,8 +509,12 @@ pub(crate) enum RawAuth {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Clip")]
 pub(crate) struct RawClip {
-    /// XPath 1.0 over the page's semantic hierarchy.
-    pub xpath: Sp<String>,
+    /// XPath 1.0 over the page's semantic hierarchy. Exactly one of xpath and extract.
+    pub xpath: Option<Sp<String>>,
+    /// Extract the clip without XPath: the page's main article, its repeated data records, or the data region holding the keywords (DEIP). Exactly one of xpath and extract.
+    pub extract: Option<Sp<RawExtract>>,
+    /// For extract: region, two or three texts that appear in the wanted data, each from a different record (e.g. two issuer names).
+    pub keywords: Option<Sp<Vec<Sp<String>>>>,
     /// What the clip is.
     pub description: Option<Sp<String>>,
     /// Served without a token (clips, feeds of this clip). Default: false.
@@ -515,6 +523,43 @@ pub(crate) struct RawClip {
     pub stylesheet: Option<Sp<String>>,
     /// Its Cache-Control header. Default: the server's cache_control.
     pub cache_control: Option<Sp<String>>,
+}
+
+/// What an extract clip extracts.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Extract")]
+pub(crate) enum RawExtract {
+    /// The main article: title, byline, date, body paragraphs.
+    Article,
+    /// The repeated data records of a list page.
+    Records,
+    /// The data region holding `keywords`, found once and then followed by its wrapper.
+    Region,
+}
+
+/// Layout monitoring: one "layout changed" event when the page's structure drifts from what it was (or from a learned template), or a clip stops finding anything.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Layout")]
+pub(crate) struct RawLayout {
+    /// A template set learned with `semclip learn NAME ...`: drift is measured against its nearest template. Default: against the page's previous structure.
+    pub template: Option<Sp<String>>,
+    /// Structural drift (0 = same structure, 1 = nothing in common) beyond which the layout counts as changed. Default: 0.5.
+    pub max_drift: Option<Sp<f64>>,
+    /// Notifier names from the daemon file told about layout changes. Default: nobody (status page, feed and log only).
+    pub notify: Option<Sp<Vec<Sp<String>>>>,
+}
+
+/// What change detection looks at.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Monitor")]
+pub(crate) enum RawMonitor {
+    /// The whole page's hierarchy (default).
+    All,
+    /// Only the page's data: the extract clips' results, or with layout.template the data regions of the template (navigation, footers, ads and counters drop out).
+    Data,
 }
 
 /// A numeric threshold: at least one of above, below, outside, change_pct.

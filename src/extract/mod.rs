@@ -9,6 +9,7 @@ use serde::Serialize;
 pub mod article;
 pub mod records;
 pub mod region;
+pub mod vocabulary;
 
 /// The main article of a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -250,6 +250,39 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
     h
 }
 
+/// The hierarchy of only the parts of a page under `roots` (DOM
+/// elements, in document order, none inside another): what
+/// `monitor: data` compares when a template says where the data is. The
+/// page's title and language are kept; the keywords are not (they are not
+/// in the data regions).
+pub fn build_parts(dom: &Dom, url: Option<&str>, roots: &[NodeId]) -> Hierarchy {
+    let head = Head::read(dom);
+    let style = decimal_style_for_lang(head.lang.as_deref());
+    let mut b = Builder::new(dom, style);
+    let mut children = Vec::new();
+    for &root in roots {
+        let mut c = Collector::default();
+        b.element(root, &mut c);
+        children.extend(b.assemble(c.finish()));
+    }
+    cap_depth(&mut children, 1);
+    let mut h = Hierarchy {
+        title: head.title,
+        url: url.map(str::to_owned),
+        lang: head.lang,
+        children,
+    };
+    assign_ids(&mut h);
+    h
+}
+
+/// The page's `<title>` and language, as the hierarchy's root reads them,
+/// without building the rest.
+pub fn title_and_lang(dom: &Dom) -> (Option<String>, Option<String>) {
+    let head = Head::read(dom);
+    (head.title, head.lang)
+}
+
 /// What the head gives: title, language, keywords.
 struct Head {
     title: Option<String>,

@@ -596,7 +596,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
 
 /// Makes the non-empty strings of `v` unique: the second `x` becomes
 /// `x #2`, the third `x #3` (skipping any that already exist).
-fn make_unique(v: &mut [String]) {
+pub(crate) fn make_unique(v: &mut [String]) {
     let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for s in v.iter_mut() {

@@ -73,6 +73,9 @@ pub enum AlertKind {
     Failing,
     /// The watch works again after failing.
     Recovered,
+    /// The page's structure drifted from its previous one (or its
+    /// template), or a clip stopped selecting anything.
+    LayoutChanged,
 }
 
 impl AlertKind {
@@ -86,6 +89,7 @@ impl AlertKind {
             AlertKind::Changed => "changed",
             AlertKind::Failing => "failing",
             AlertKind::Recovered => "recovered",
+            AlertKind::LayoutChanged => "layout changed",
         }
     }
 }

@@ -65,6 +65,9 @@ pub fn line(change: &Value) -> String {
             .unwrap_or_default()
     };
     let kind = s("kind").unwrap_or("change");
+    if kind == "layout" {
+        return format!("layout changed: {}", s("summary").unwrap_or(""));
+    }
     let context = labels("context");
     let what = match kind {
         "update" => {

@@ -91,6 +91,11 @@ pub struct CheckState {
     pub values: Vec<(String, f64)>,
     /// Alerts to queue.
     pub alerts: Vec<Queued>,
+    /// The watch's new layout state (JSON), when the page was read.
+    pub layout: Option<String>,
+    /// A layout event (a JSON object with `"kind": "layout"`) to record
+    /// as a change event of its own, outside any snapshot.
+    pub layout_event: Option<serde_json::Value>,
 }
 
 /// Where an outbox row stands.
@@ -278,6 +283,44 @@ impl Store {
     }
 
     /// The threshold states of `watch`, by name.
+    /// The stored layout state of `watch` (JSON), if any.
+    pub fn layout_state(&self, watch: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT state FROM layout_state WHERE watch = ?1")
+            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
+            .map_err(|source| watch_error(watch, "read the layout state of", source))
+    }
+
+    /// Stores (or replaces) the template set `name`: its JSON `body`,
+    /// learned at `at` from `pages` pages.
+    pub fn put_template_set(
+        &mut self,
+        name: &str,
+        at: SystemTime,
+        pages: usize,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        let at_ms = to_millis(at)?;
+        let pages = i64::try_from(pages).unwrap_or(i64::MAX);
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO template_set (name, learned_at, pages, body)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![name, at_ms, pages, body]))
+            .map_err(|source| self.db_error("store a template set", source))?;
+        Ok(())
+    }
+
+    /// The JSON body of template set `name`, if stored.
+    pub fn template_set(&self, name: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT body FROM template_set WHERE name = ?1")
+            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)).optional())
+            .map_err(|source| self.db_error("read a template set", source))
+    }
+
+    /// The thresholds' stored states of `watch`, by name.
     pub fn thresholds(&self, watch: &str) -> Result<Vec<ThresholdRecord>, StoreError> {
         let rows = self
             .conn
@@ -405,6 +448,21 @@ impl Store {
             None => None,
         };
         write_status(&tx, &state.status)?;
+        if let Some(layout) = &state.layout {
+            tx.prepare_cached("INSERT OR REPLACE INTO layout_state (watch, state) VALUES (?1, ?2)")
+                .and_then(|mut stmt| stmt.execute(params![watch, layout]))
+                .map_err(err)?;
+        }
+        if let Some(event) = &state.layout_event {
+            let body = event.to_string();
+            // Only for a watch the store knows (it has a snapshot).
+            tx.prepare_cached(
+                "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
+                 SELECT ?1, NULL, ?2, 'layout', ?3 WHERE EXISTS (SELECT 1 FROM watch WHERE id = ?1)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![watch, at_ms, body]))
+            .map_err(err)?;
+        }
         for t in &state.thresholds {
             let since = to_millis(t.since)?;
             tx.prepare_cached(

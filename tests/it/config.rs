@@ -412,6 +412,59 @@ fn watch_level_checks() {
 }
 
 #[test]
+fn extract_clips_and_layout_settings_are_checked() {
+    let dir = tree(&[
+        (
+            "watches/bad.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nmonitor: data\n\
+             clips:\n  both: {xpath: //table, extract: records}\n  none: {description: nothing}\n  \
+             region: {extract: region}\n  words: {extract: article, keywords: [a]}\n\
+             layout: {template: \"no good\", max_drift: 1.5, notify: [nobody]}\n",
+        ),
+        (
+            "watches/kind.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nclips:\n  kind: {extract: summary}\n",
+        ),
+        (
+            "watches/data.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nmonitor: data\n",
+        ),
+        (
+            "watches/good.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nmonitor: data\n\
+             clips:\n  quotes: {extract: region, keywords: [Gazprom, \" Sberbank  PAO \"]}\n  \
+             story: {extract: article}\n\
+             thresholds:\n  - name: rows\n    xpath: \"count(/page/table[@clip='quotes']/row)\"\n    above: 10\n\
+             layout: {template: shop.v2, max_drift: 0.3}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    for expected in [
+        "clips.both: give either xpath or extract, not both",
+        "clips.none: give xpath (what to select) or extract (article, records or region)",
+        "clips.region.keywords: `extract: region` needs keywords",
+        "clips.words.keywords: keywords belong to `extract: region` clips",
+        "watches/kind.yaml:4:19: clips.kind.extract: unknown variant `summary`, expected one of article, records, region",
+        "layout.template: `no good` is not a template set name",
+        "layout.max_drift: a drift in (0, 1]",
+        "layout.notify",
+        "watches/data.yaml:3:10: monitor: `monitor: data` needs an extract clip or layout.template to say where the data is",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "missing `{expected}` in:\n{stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains("good.yaml"),
+        "the valid watch has no problem: {stderr}"
+    );
+}
+
+#[test]
 fn a_missing_watches_directory_is_a_problem() {
     let dir = tree(&[("semclip.yaml", "watches: nowhere\n")]);
     let out = validate(dir.path(), &[], &[]);

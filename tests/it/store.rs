@@ -1229,8 +1229,14 @@ fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait() {
         }],
         values: vec![("high".into(), 301.5)],
         alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
+        layout: Some("{\"changed\":false}".into()),
+        layout_event: None,
     };
     store.record_check("w", t0, None, &state).unwrap();
+    assert_eq!(
+        store.layout_state("w").unwrap().as_deref(),
+        Some("{\"changed\":false}")
+    );
     let status = store.status("w").unwrap().unwrap();
     assert_eq!(status.etag.as_deref(), Some("\"e1\""));
     assert_eq!(status.next_run, Some(t0 + Duration::from_secs(60)));

@@ -1,0 +1,191 @@
+//! `semclip extract article|records|region SOURCE`: a page in, its article,
+//! its data records, or the data region around keywords out, as a
+//! hierarchy document (XML), JSON with source positions, or text.
+//!
+//! The JSON shapes are a documented interface (README, "Extraction"):
+//! other tools score them.
+//!
+//! - article: `{"title", "byline", "date", "body", "xpath"}`, `body` being
+//!   plain text with paragraphs separated by blank lines;
+//! - records: `{"records": [{"fields": [{"name", "text", "href"?, "xpath"}],
+//!   "xpaths": ["/body[1]/div[3]/ul[1]/li[1]"]}]}`;
+//! - region: `{"xpath", "wrapper", "records": [...]}`.
+
+use std::io::Write;
+
+use anyhow::Context;
+use serde_json::json;
+
+use super::Outcome;
+use crate::cli::{Extract, ExtractArgs, ExtractFormat};
+use crate::dom::Dom;
+use crate::extract::{self, Article, Record, region, vocabulary};
+use crate::hierarchy::{HNode, Hierarchy, assign_ids};
+use crate::number::decimal_style_for_lang;
+use crate::output::{XmlOptions, to_xml};
+use crate::source::{self, FetchOptions};
+
+/// A loaded page: its DOM, URL and language.
+struct Page {
+    dom: Dom,
+    url: Option<String>,
+    title: Option<String>,
+    lang: Option<String>,
+}
+
+/// Loads and parses `spec` on a blocking thread.
+async fn load(spec: &str) -> anyhow::Result<Page> {
+    let opts = FetchOptions::default();
+    let client = source::http_client(&opts)?;
+    let raw = source::load(spec, &client, &opts).await?;
+    tokio::task::spawn_blocking(move || {
+        let decoded = raw.decode();
+        let dom = Dom::parse(&decoded.text);
+        let (title, lang) = crate::hierarchy::title_and_lang(&dom);
+        Page {
+            dom,
+            url: raw.url.as_ref().map(ToString::to_string),
+            title,
+            lang,
+        }
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))
+}
+
+/// Runs the command, writing to `out`. Exit 1 ([`Outcome::Negative`])
+/// when nothing was found.
+pub async fn run(args: &ExtractArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+    let (text, found) = match &args.what {
+        Extract::Article(a) => {
+            let page = load(&a.source).await?;
+            let article = extract::article::extract(&page.dom, page.url.as_deref());
+            let found = !article.paragraphs.is_empty();
+            let text = match a.format {
+                ExtractFormat::Json => json_text(&article_json(&article))?,
+                ExtractFormat::Text => article_text(&article),
+                ExtractFormat::Xml => page_xml(&page, vocabulary::article_node(&article)),
+            };
+            (text, found)
+        }
+        Extract::Records(a) => {
+            let page = load(&a.source).await?;
+            let records = extract::records::extract(&page.dom);
+            let found = !records.records.is_empty();
+            let style = decimal_style_for_lang(page.lang.as_deref());
+            let text = match a.format {
+                ExtractFormat::Json => json_text(&serde_json::to_value(&records)?)?,
+                ExtractFormat::Text => records_text(&records.records),
+                ExtractFormat::Xml => page_xml(&page, vocabulary::records_node(&records, style)),
+            };
+            (text, found)
+        }
+        Extract::Region(a) => {
+            let wrapper = match &a.wrapper {
+                Some(path) => Some(read_wrapper(path)?),
+                None => None,
+            };
+            let page = load(&a.source).await?;
+            let found = match &wrapper {
+                Some(w) => region::apply(&page.dom, w).with_context(|| {
+                    format!(
+                        "the wrapper in {} finds no region on {} (has the layout changed?)",
+                        a.wrapper
+                            .as_deref()
+                            .unwrap_or(std::path::Path::new("-"))
+                            .display(),
+                        a.source
+                    )
+                })?,
+                None => region::find(&page.dom, &a.keywords).with_context(|| {
+                    format!("no data region on {} holds the keywords", a.source)
+                })?,
+            };
+            let style = decimal_style_for_lang(page.lang.as_deref());
+            let text = match a.format {
+                ExtractFormat::Json => json_text(&serde_json::to_value(&found)?)?,
+                ExtractFormat::Text => records_text(&found.records),
+                ExtractFormat::Xml => page_xml(&page, vocabulary::region_node(&found, style)),
+            };
+            (text, !found.records.is_empty())
+        }
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(if found {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+/// A saved wrapper: the JSON output of `extract region` or its `wrapper`.
+fn read_wrapper(path: &std::path::Path) -> anyhow::Result<region::Wrapper> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the wrapper file {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let inner = value.get("wrapper").cloned().unwrap_or(value);
+    serde_json::from_value(inner)
+        .with_context(|| format!("{} holds no region wrapper", path.display()))
+}
+
+fn article_json(a: &Article) -> serde_json::Value {
+    json!({
+        "title": a.title,
+        "byline": a.byline,
+        "date": a.date,
+        "body": a.body(),
+        "xpath": a.xpath,
+    })
+}
+
+fn json_text(v: &serde_json::Value) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    Ok(s)
+}
+
+fn article_text(a: &Article) -> String {
+    let mut s = String::new();
+    if let Some(t) = &a.title {
+        s.push_str(t);
+        s.push('\n');
+    }
+    let meta: Vec<&str> = [a.byline.as_deref(), a.date.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !meta.is_empty() {
+        s.push_str(&meta.join(" · "));
+        s.push('\n');
+    }
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s.push_str(&a.body());
+    s.push('\n');
+    s
+}
+
+/// One line per record, fields separated by tabs.
+fn records_text(records: &[Record]) -> String {
+    let mut s = String::new();
+    for r in records {
+        let line: Vec<&str> = r.fields.iter().map(|f| f.text.as_str()).collect();
+        s.push_str(&line.join("\t"));
+        s.push('\n');
+    }
+    s
+}
+
+/// A hierarchy document whose root holds `node` only.
+fn page_xml(page: &Page, node: HNode) -> String {
+    let mut h = Hierarchy {
+        title: page.title.clone(),
+        url: page.url.clone(),
+        lang: page.lang.clone(),
+        children: vec![node],
+    };
+    assign_ids(&mut h);
+    to_xml(&h, XmlOptions::default())
+}

@@ -1,0 +1,141 @@
+//! `semclip learn NAME SOURCE...`: pages of one site in; their clusters by
+//! structure and one template per cluster out, stored in the store under
+//! NAME for watches to name in `layout.template` (ALGORITHMS.md §4).
+
+use std::io::Write;
+use std::path::Path;
+use std::time::SystemTime;
+
+use anyhow::Context;
+
+use super::Outcome;
+use crate::cli::LearnArgs;
+use crate::dom::Dom;
+use crate::source::{self, FetchOptions};
+use crate::template::cluster::{PageFeatures, TemplateSet};
+use crate::template::seq::Interner;
+use crate::template::tree::PageTree;
+
+/// The sources named: directories expand to their `.html`/`.htm` files,
+/// sorted.
+fn expand(sources: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for s in sources {
+        let path = Path::new(s);
+        if path.is_dir() {
+            let mut files: Vec<String> = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list {}", path.display()))?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+                })
+                .map(|p| p.display().to_string())
+                .collect();
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the command.
+pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+    if args.name.is_empty()
+        || !args
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        anyhow::bail!(
+            "`{}` is not a template set name: use A-Z a-z 0-9 . _ -",
+            args.name
+        );
+    }
+    if !(args.threshold > 0.0 && args.threshold < 1.0) {
+        anyhow::bail!("--threshold must be between 0 and 1");
+    }
+    let loaded = crate::daemon::load(
+        args.config.config_file().as_deref(),
+        args.config.watches.as_deref(),
+    )?;
+    let sources = expand(&args.sources)?;
+    let opts = FetchOptions::default();
+    let client = source::http_client(&opts)?;
+    let mut trees = Vec::with_capacity(sources.len());
+    for spec in &sources {
+        // One bad page is reported and skipped; the others still count.
+        let raw = match source::load(spec, &client, &opts).await {
+            Ok(raw) => raw,
+            Err(error) => {
+                writeln!(out, "skipped {spec}: {}", crate::error_chain(&error))?;
+                continue;
+            }
+        };
+        let tree = tokio::task::spawn_blocking(move || {
+            let decoded = raw.decode();
+            PageTree::from_dom(&Dom::parse(&decoded.text))
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
+        trees.push(tree);
+    }
+    if trees.is_empty() {
+        anyhow::bail!("no page could be read");
+    }
+    let threshold = args.threshold;
+    let min_pages = args.min_pages.max(1);
+    let n = trees.len();
+    let set = tokio::task::spawn_blocking(move || {
+        let mut interner = Interner::new();
+        let pages: Vec<PageFeatures> = trees
+            .iter()
+            .map(|t| PageFeatures::new(t, &mut interner))
+            .collect();
+        TemplateSet::learn(interner, pages, threshold, min_pages)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the learning worker failed: {e}"))?;
+    writeln!(
+        out,
+        "{n} pages: {} template{}, {} page{} pending (threshold {threshold}, at least {min_pages} pages a template)",
+        set.templates.len(),
+        if set.templates.len() == 1 { "" } else { "s" },
+        set.pending.len(),
+        if set.pending.len() == 1 { "" } else { "s" },
+    )?;
+    for (i, t) in set.templates.iter().enumerate() {
+        let optional: usize = t.optional.iter().map(Vec::len).sum();
+        writeln!(
+            out,
+            "  template {i}: {} pages, {} essential nodes, {optional} optional parts",
+            t.members,
+            t.essential.len(),
+        )?;
+    }
+
+    if args.dry_run {
+        return Ok(Outcome::Success);
+    }
+    let body = serde_json::to_string(&set).context("cannot serialise the template set")?;
+    let stores = crate::daemon::open_store(&loaded.daemon)?;
+    let name = args.name.clone();
+    stores
+        .run(move |s| s.put_template_set(&name, SystemTime::now(), n, &body))
+        .await
+        .context("cannot store the template set")?;
+    writeln!(
+        out,
+        "stored as `{}` in {}",
+        args.name,
+        loaded.daemon.database.display()
+    )?;
+    Ok(if set.templates.is_empty() {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
