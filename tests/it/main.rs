@@ -8,6 +8,7 @@
     reason = "tests fail loudly on purpose"
 )]
 
+mod articles;
 mod cli;
 mod complete;
 mod config;
