@@ -20,6 +20,7 @@ mod markup;
 mod notify;
 mod props;
 mod refresh;
+mod rtdm;
 mod serve;
 mod source;
 mod store;
