@@ -70,6 +70,19 @@ pub trait RtdmCosts {
     /// Cost of inserting the whole subtree of `t2` at `j`.
     fn insert(&self, t1: &LTree, t2: &LTree, j: usize, at: Context) -> Cost;
 
+    /// True when pairing equal leading and trailing children (identical
+    /// subtrees) of two mapped nodes is always optimal, so the children
+    /// alignment may skip them. Holds when delete and insert costs ignore
+    /// the [`Context`] and a subtree pair costs at least the insertions
+    /// (deletions) its size difference needs, as for [`UnitCosts`] and
+    /// [`Costs`]: matching the first children `x`/`x` costs 0, while any
+    /// alignment that does not pays `x` once plus a pair that costs at
+    /// least what it saves. Used only without a cut-off: with one, the
+    /// skipped pairs would change which cells ε prunes.
+    fn skip_equal_ends(&self) -> bool {
+        false
+    }
+
     /// Cost of deleting every child subtree of `i` when `i` is mapped to
     /// `j` and their descendants may not be mapped (different labels, or
     /// `j` a leaf).
@@ -97,6 +110,9 @@ pub trait RtdmCosts {
 }
 
 impl RtdmCosts for UnitCosts {
+    fn skip_equal_ends(&self) -> bool {
+        true
+    }
     fn replace(&self, t1: &LTree, i: usize, t2: &LTree, j: usize) -> Cost {
         Cost::from(t1.label(i) != t2.label(j))
     }
@@ -115,6 +131,9 @@ impl RtdmCosts for UnitCosts {
 }
 
 impl RtdmCosts for Costs {
+    fn skip_equal_ends(&self) -> bool {
+        true
+    }
     fn replace(&self, t1: &LTree, i: usize, t2: &LTree, j: usize) -> Cost {
         if t1.label(i) == t2.label(j) {
             0
@@ -201,6 +220,20 @@ struct Frame {
     /// Next cell to fill.
     i: u32,
     j: u32,
+}
+
+/// The children of a mapped pair that remain to be aligned after the
+/// equal leading and trailing ones are skipped.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    /// Offsets into the CSR arrays and lengths of the middle parts.
+    k1: usize,
+    m: usize,
+    k2: usize,
+    n: usize,
+    /// Number of equal children skipped at the front and at the back.
+    pre: usize,
+    suf: usize,
 }
 
 /// What a child pair costs without aligning its own children.
@@ -377,6 +410,35 @@ impl Rtdm {
         Quick::Recurse(r)
     }
 
+    /// The children lists of `(p, q)`, without their equal ends when the
+    /// costs allow it.
+    fn span<C: RtdmCosts>(&self, p: usize, q: usize, costs: &C) -> Span {
+        let k1 = self.start1[p] as usize;
+        let m = self.start1[p + 1] as usize - k1;
+        let k2 = self.start2[q] as usize;
+        let n = self.start2[q + 1] as usize - k2;
+        let (mut pre, mut suf) = (0, 0);
+        if costs.skip_equal_ends() && self.epsilon == INFINITE {
+            let same = |x: u32, y: u32| self.class1[x as usize] == self.class2[y as usize];
+            while pre < m.min(n) && same(self.kids1[k1 + pre], self.kids2[k2 + pre]) {
+                pre += 1;
+            }
+            while suf < m.min(n) - pre
+                && same(self.kids1[k1 + m - 1 - suf], self.kids2[k2 + n - 1 - suf])
+            {
+                suf += 1;
+            }
+        }
+        Span {
+            k1: k1 + pre,
+            m: m - pre - suf,
+            k2: k2 + pre,
+            n: n - pre - suf,
+            pre,
+            suf,
+        }
+    }
+
     /// Pushes a frame for `(p, q)` with its matrix borders filled.
     fn push_frame<C: RtdmCosts>(
         &mut self,
@@ -387,31 +449,32 @@ impl Rtdm {
         base: Cost,
         costs: &C,
     ) {
-        let k1 = self.start1[p];
-        let m = self.start1[p + 1] - k1;
-        let k2 = self.start2[q];
-        let n = self.start2[q + 1] - k2;
+        let sp = self.span(p, q, costs);
+        let left1 = (sp.pre > 0).then(|| self.kids1[sp.k1 - 1]);
+        let left2 = (sp.pre > 0).then(|| self.kids2[sp.k2 - 1]);
         let moff = self.mat.len();
-        let cols = n as usize + 1;
-        self.mat.resize(moff + (m as usize + 1) * cols, 0);
+        let cols = sp.n + 1;
+        self.mat.resize(moff + (sp.m + 1) * cols, 0);
         fill_borders(
             &mut self.mat[moff..],
             t1,
-            &self.kids1[k1 as usize..(k1 + m) as usize],
+            &self.kids1[sp.k1..sp.k1 + sp.m],
             p,
+            left1,
             t2,
-            &self.kids2[k2 as usize..(k2 + n) as usize],
+            &self.kids2[sp.k2..sp.k2 + sp.n],
             q,
+            left2,
             costs,
         );
         self.frames.push(Frame {
             p: p as u32,
             q: q as u32,
             base,
-            k1,
-            m,
-            k2,
-            n,
+            k1: sp.k1 as u32,
+            m: sp.m as u32,
+            k2: sp.k2 as u32,
+            n: sp.n as u32,
             moff,
             i: 1,
             j: 1,
@@ -523,10 +586,19 @@ impl Rtdm {
                 }));
                 continue;
             }
-            let k1 = self.start1[a] as usize;
-            let m = self.start1[a + 1] as usize - k1;
-            let k2 = self.start2[b] as usize;
-            let n = self.start2[b + 1] as usize - k2;
+            let sp = self.span(a, b, costs);
+            let (k1, m, k2, n) = (sp.k1, sp.m, sp.k2, sp.n);
+            // The skipped equal ends are identical pairs.
+            for k in 0..sp.pre {
+                let x = self.kids1[k1 - sp.pre + k] as usize;
+                work.push((x, self.kids2[k2 - sp.pre + k] as usize));
+            }
+            for k in 0..sp.suf {
+                let x = self.kids1[k1 + m + k] as usize;
+                work.push((x, self.kids2[k2 + n + k] as usize));
+            }
+            let left01 = (sp.pre > 0).then(|| self.kids1[k1 - 1]);
+            let left02 = (sp.pre > 0).then(|| self.kids2[k2 - 1]);
             let cols = n + 1;
             self.mat.clear();
             self.mat.resize((m + 1) * cols, 0);
@@ -534,7 +606,18 @@ impl Rtdm {
             self.actions.resize((m + 1) * cols, REPLACE);
             let kids1 = &self.kids1[k1..k1 + m];
             let kids2 = &self.kids2[k2..k2 + n];
-            fill_borders(&mut self.mat, t1, kids1, a, t2, kids2, b, costs);
+            fill_borders(
+                &mut self.mat,
+                t1,
+                kids1,
+                a,
+                left01,
+                t2,
+                kids2,
+                b,
+                left02,
+                costs,
+            );
             for i in 1..=m {
                 self.actions[i * cols] = DELETE;
             }
@@ -594,8 +677,8 @@ impl Rtdm {
             }
             let (mut i, mut j) = (m, n);
             while i > 0 || j > 0 {
-                let left1 = (i > 0).then(|| kids1[i - 1]);
-                let left2 = (j > 0).then(|| kids2[j - 1]);
+                let left1 = if i > 0 { Some(kids1[i - 1]) } else { left01 };
+                let left2 = if j > 0 { Some(kids2[j - 1]) } else { left02 };
                 match self.actions[i * cols + j] {
                     REPLACE => {
                         work.push((kids1[i - 1] as usize, kids2[j - 1] as usize));
@@ -645,35 +728,38 @@ fn whole_tree_cost<C: RtdmCosts>(t1: &LTree, t2: &LTree, costs: &C) -> Option<Co
 }
 
 /// First row and column of a children-alignment matrix: deleting the
-/// first `i` children of `p`, inserting the first `j` children of `q`.
+/// first `i` children of `p` (to the right of `left2` in the other tree),
+/// inserting the first `j` children of `q` (to the right of `left1`).
 #[allow(
     clippy::too_many_arguments,
-    reason = "both trees, both children lists and both parents are needed"
+    reason = "both trees, children lists, parents and left contexts are needed"
 )]
 fn fill_borders<C: RtdmCosts>(
     mat: &mut [Cost],
     t1: &LTree,
     kids1: &[u32],
     p: usize,
+    left1: Option<u32>,
     t2: &LTree,
     kids2: &[u32],
     q: usize,
+    left2: Option<u32>,
     costs: &C,
 ) {
     let cols = kids2.len() + 1;
     mat[0] = 0;
+    let at = Context {
+        parent: Some(q),
+        left: left2.map(|l| l as usize),
+    };
     for (i, &x) in kids1.iter().enumerate() {
-        let at = Context {
-            parent: Some(q),
-            left: None,
-        };
         mat[(i + 1) * cols] = mat[i * cols].saturating_add(costs.delete(t1, x as usize, t2, at));
     }
+    let at = Context {
+        parent: Some(p),
+        left: left1.map(|l| l as usize),
+    };
     for (j, &y) in kids2.iter().enumerate() {
-        let at = Context {
-            parent: Some(p),
-            left: None,
-        };
         mat[j + 1] = mat[j].saturating_add(costs.insert(t1, t2, y as usize, at));
     }
 }
@@ -948,106 +1034,58 @@ mod tests {
         assert_eq!(inserted, t2.len() - m.len());
     }
 
-    /// `t` edited on its leaves only: some original leaves deleted, some
-    /// relabelled to fresh labels, fresh leaves inserted under original
-    /// inner nodes. Labels of `t` must be distinct.
-    fn leaf_edits(t: &LTree, ops: &[(u8, usize, usize)]) -> LTree {
-        #[derive(Clone)]
-        struct N {
-            label: u32,
-            kids: Vec<N>,
-        }
-        fn build(t: &LTree, i: usize) -> N {
-            N {
-                label: t.label(i),
-                kids: t.children(i).map(|c| build(t, c)).collect(),
-            }
-        }
-        fn flatten(n: &N, depth: u32, out: &mut Vec<(u32, u32)>) {
-            out.push((n.label, depth));
-            for k in &n.kids {
-                flatten(k, depth + 1, out);
-            }
-        }
-        let orig_leaf: Vec<u32> = (0..t.len())
-            .filter(|&i| t.is_leaf(i))
-            .map(|i| t.label(i))
-            .collect();
-        let orig_inner: Vec<u32> = (0..t.len())
-            .filter(|&i| !t.is_leaf(i))
-            .map(|i| t.label(i))
-            .collect();
-        let mut root = build(t, 0);
-        let mut fresh = 1000u32;
-        for &(kind, pick, pos) in ops {
-            // Re-find the nodes each time: the tree changes.
-            fn collect(n: &N, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, bool)>) {
-                out.push((path.clone(), n.kids.is_empty()));
-                for (k, c) in n.kids.iter().enumerate() {
-                    path.push(k);
-                    collect(c, path, out);
-                    path.pop();
-                }
-            }
-            let mut nodes = Vec::new();
-            collect(&root, &mut Vec::new(), &mut nodes);
-            // Only original nodes are edited: leaves of `t` (still leaves,
-            // nothing is inserted under them) and inner nodes of `t`.
-            let get = |path: &[usize], root: &N| -> u32 {
-                let mut n = root;
-                for &k in path {
-                    n = &n.kids[k];
-                }
-                n.label
-            };
-            let leaves: Vec<&Vec<usize>> = nodes
+    /// `t` (distinct labels) edited top-down: each op relabels an original
+    /// leaf to a fresh label, and, depending on `grow`, either inserts a
+    /// fresh leaf under an original inner node or deletes an original
+    /// leaf. Not both: with insertions *and* deletions the exact distance
+    /// can be cheaper than any top-down mapping (delete an inner node
+    /// emptied of its leaves, then rename its former siblings), while with
+    /// one kind only, every fresh label of the result (or every vanished
+    /// label of `t`) needs its own operation, so the exact distance is the
+    /// number of edits, which the top-down mapping reaches too.
+    fn top_down_edits(t: &LTree, grow: bool, ops: &[(bool, usize, usize)]) -> LTree {
+        // Children lists by node id; node ids = original labels, fresh
+        // nodes get ids (and labels) from 1000 up.
+        let n = t.len();
+        let mut kids: Vec<Vec<usize>> = (0..n).map(|i| t.children(i).collect()).collect();
+        let mut label: Vec<u32> = (0..n).map(|i| t.label(i)).collect();
+        let mut alive = vec![true; n];
+        let orig_leaves: Vec<usize> = (1..n).filter(|&i| t.is_leaf(i)).collect();
+        let inner: Vec<usize> = (0..n).filter(|&i| !t.is_leaf(i)).collect();
+        let mut edited = vec![false; n];
+        for (k, &(relabel, pick, pos)) in ops.iter().enumerate() {
+            let fresh = 1000 + k as u32;
+            let free: Vec<usize> = orig_leaves
                 .iter()
-                .filter(|(p, _)| !p.is_empty() && orig_leaf.contains(&get(p, &root)))
-                .map(|(p, _)| p)
+                .copied()
+                .filter(|&i| alive[i] && !edited[i])
                 .collect();
-            let inner: Vec<&Vec<usize>> = nodes
-                .iter()
-                .filter(|(p, _)| orig_inner.contains(&get(p, &root)))
-                .map(|(p, _)| p)
-                .collect();
-            fresh += 1;
-            match kind % 3 {
-                0 if !leaves.is_empty() => {
-                    let path = leaves[pick % leaves.len()].clone();
-                    let mut n = &mut root;
-                    for &k in &path[..path.len() - 1] {
-                        n = &mut n.kids[k];
-                    }
-                    n.kids.remove(path[path.len() - 1]);
+            if relabel && !free.is_empty() {
+                let i = free[pick % free.len()];
+                label[i] = fresh;
+                edited[i] = true;
+            } else if grow && !inner.is_empty() {
+                let p = inner[pick % inner.len()];
+                let at = pos % (kids[p].len() + 1);
+                kids[p].insert(at, label.len());
+                kids.push(Vec::new());
+                label.push(fresh);
+                alive.push(true);
+                edited.push(true);
+            } else if !grow && !free.is_empty() {
+                let i = free[pick % free.len()];
+                alive[i] = false;
+                for list in kids.iter_mut() {
+                    list.retain(|&c| c != i);
                 }
-                1 if !leaves.is_empty() => {
-                    let path = leaves[pick % leaves.len()].clone();
-                    let mut n = &mut root;
-                    for &k in &path {
-                        n = &mut n.kids[k];
-                    }
-                    n.label = fresh;
-                }
-                _ if !inner.is_empty() => {
-                    let path = inner[pick % inner.len()].clone();
-                    let mut n = &mut root;
-                    for &k in &path {
-                        n = &mut n.kids[k];
-                    }
-                    let at = pos % (n.kids.len() + 1);
-                    n.kids.insert(
-                        at,
-                        N {
-                            label: fresh,
-                            kids: Vec::new(),
-                        },
-                    );
-                }
-                _ => {}
             }
         }
         let mut out = Vec::new();
-        flatten(&root, 0, &mut out);
+        let mut stack = vec![(0usize, 0u32)];
+        while let Some((i, d)) = stack.pop() {
+            out.push((label[i], d));
+            stack.extend(kids[i].iter().rev().map(|&c| (c, d + 1)));
+        }
         LTree::from_depths(out).unwrap_or_default()
     }
 
@@ -1082,14 +1120,18 @@ mod tests {
         }
 
         #[test]
-        fn rtdm_equals_the_exact_distance_for_leaf_edits(
+        fn rtdm_equals_the_exact_distance_for_top_down_edits(
             t in arb_tree(16, 1),
-            ops in prop::collection::vec((0u8..3, 0usize..64, 0usize..8), 0..6)
+            grow in any::<bool>(),
+            ops in prop::collection::vec((any::<bool>(), 0usize..64, 0usize..8), 0..6)
         ) {
             // Distinct labels: relabel the random tree 0, 1, 2, ...
             let t = LTree::from_depths((0..t.len()).map(|i| (i as u32, t.depth(i))))
                 .unwrap_or_default();
-            let u = leaf_edits(&t, &ops);
+            let u = top_down_edits(&t, grow, &ops);
+            let edits = t.len().abs_diff(u.len())
+                + ops.iter().filter(|o| o.0).count().min(t.len());
+            prop_assert!(rtdm_unit(&t, &u) <= edits as Cost);
             prop_assert_eq!(rtdm_unit(&t, &u), ted_unit(&t, &u));
             prop_assert_eq!(rtdm_unit(&u, &t), ted_unit(&u, &t));
         }

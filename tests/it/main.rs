@@ -24,6 +24,7 @@ mod props;
 mod records;
 mod refresh;
 mod region;
+mod rtdm;
 mod serve;
 mod source;
 mod store;
