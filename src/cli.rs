@@ -180,6 +180,14 @@ pub struct ExtractArticleArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = ExtractFormat::Xml)]
     pub format: ExtractFormat,
+    /// Use the site's template set learned with `semclip learn NAME`: when the page
+    /// fits one of its templates, title and body come from that template's
+    /// ne-pattern; otherwise (and without this option) from the page alone.
+    #[arg(long, value_name = "NAME")]
+    pub template: Option<String>,
+    /// Configuration (where the store with the template sets is).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip extract records`.

@@ -31,7 +31,7 @@ use crate::dom::Dom;
 use crate::extract::{self, region::Wrapper, vocabulary};
 use crate::hierarchy::{Hierarchy, assign_ids, build, build_parts};
 use crate::number::decimal_style_for_lang;
-use crate::template::cluster::TemplateSet;
+use crate::template::cluster::{Template, TemplateSet};
 use crate::template::minhash::Sketch;
 use crate::template::tree::PageTree;
 use crate::xpath::HierarchyDoc;
@@ -91,14 +91,19 @@ pub fn build_page(
     let sketch = Sketch::of_tree(&tree, None);
     // Drift from the nearest template, and that template's data regions.
     let mut data_roots = Vec::new();
+    let mut template: Option<&Template> = None;
     let template_drift = templates.and_then(|set| {
         let features = set.features(&tree);
-        let (index, _) = set.nearest(&features)?;
-        let template = set.templates.get(index)?;
+        let (index, similarity) = set.nearest(&features)?;
+        let t = set.templates.get(index)?;
         if watch.data_only {
-            data_roots = maximal_elements(&tree, &template.data_nodes(&features.sequence));
+            data_roots = maximal_elements(&tree, &t.data_nodes(&features.sequence));
         }
-        Some((index, template.drift(&features.sequence).clamp(0.0, 1.0)))
+        // Article clips use the template only for a page that fits it.
+        if similarity >= 1.0 - set.threshold {
+            template = Some(t);
+        }
+        Some((index, t.drift(&features.sequence).clamp(0.0, 1.0)))
     });
     let has_extract = watch.clips.values().any(|c| c.extract.is_some());
     let mut hierarchy = if watch.data_only && !has_extract {
@@ -123,7 +128,9 @@ pub fn build_page(
     for (name, clip) in &watch.clips {
         let Some(spec) = &clip.extract else { continue };
         let mut node = match spec {
-            ExtractSpec::Article => vocabulary::article_node(&extract::article::extract(&dom, url)),
+            ExtractSpec::Article => vocabulary::article_node(
+                &extract::article::extract_by_template(&dom, &tree, url, template),
+            ),
             ExtractSpec::Records => {
                 vocabulary::records_node(&extract::records::extract(&dom), style)
             }

@@ -5,8 +5,9 @@
 //! The JSON shapes are a documented interface (README, "Extraction"):
 //! other tools score them.
 //!
-//! - article: `{"title", "byline", "date", "body", "xpath"}`, `body` being
-//!   plain text with paragraphs separated by blank lines;
+//! - article: `{"title", "byline", "date", "body", "xpath", "method"}`,
+//!   `body` being plain text with paragraphs separated by blank lines and
+//!   `method` `single-page` or `template`;
 //! - records: `{"records": [{"fields": [{"name", "text", "href"?, "xpath"}],
 //!   "xpaths": ["/body[1]/div[3]/ul[1]/li[1]"]}]}`;
 //! - region: `{"xpath", "wrapper", "records": [...]}`.
@@ -17,13 +18,15 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::Outcome;
-use crate::cli::{Extract, ExtractArgs, ExtractFormat};
+use crate::cli::{ConfigArgs, Extract, ExtractArgs, ExtractFormat};
 use crate::dom::Dom;
 use crate::extract::{self, Article, Record, region, vocabulary};
 use crate::hierarchy::{HNode, Hierarchy, assign_ids};
 use crate::number::decimal_style_for_lang;
 use crate::output::{XmlOptions, to_xml};
 use crate::source::{self, FetchOptions};
+use crate::template::cluster::TemplateSet;
+use crate::template::tree::PageTree;
 
 /// A loaded page: its DOM, URL and language.
 struct Page {
@@ -58,8 +61,28 @@ async fn load(spec: &str) -> anyhow::Result<Page> {
 pub async fn run(args: &ExtractArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let (text, found) = match &args.what {
         Extract::Article(a) => {
+            let set = match &a.template {
+                Some(name) => Some(load_template_set(&a.config, name).await?),
+                None => None,
+            };
             let page = load(&a.source).await?;
-            let article = extract::article::extract(&page.dom, page.url.as_deref());
+            let article = match set {
+                Some(mut set) => {
+                    let tree = PageTree::from_dom(&page.dom);
+                    let features = set.features(&tree);
+                    let template = set
+                        .nearest(&features)
+                        .filter(|&(_, similarity)| similarity >= 1.0 - set.threshold)
+                        .and_then(|(i, _)| set.templates.get(i));
+                    extract::article::extract_by_template(
+                        &page.dom,
+                        &tree,
+                        page.url.as_deref(),
+                        template,
+                    )
+                }
+                None => extract::article::extract(&page.dom, page.url.as_deref()),
+            };
             let found = !article.paragraphs.is_empty();
             let text = match a.format {
                 ExtractFormat::Json => json_text(&article_json(&article))?,
@@ -118,6 +141,24 @@ pub async fn run(args: &ExtractArgs, out: &mut dyn Write) -> anyhow::Result<Outc
     })
 }
 
+/// Template set `name` from the configured store.
+async fn load_template_set(config: &ConfigArgs, name: &str) -> anyhow::Result<TemplateSet> {
+    let loaded = crate::daemon::load(config.config_file().as_deref(), config.watches.as_deref())?;
+    let stores = crate::daemon::open_store(&loaded.daemon)?;
+    let key = name.to_owned();
+    let body = stores
+        .run(move |s| s.template_set(&key))
+        .await
+        .context("cannot read the template set")?
+        .with_context(|| {
+            format!(
+                "no template set `{name}` in {}: learn it with `semclip learn {name} PAGES...`",
+                loaded.daemon.database.display()
+            )
+        })?;
+    serde_json::from_str(&body).with_context(|| format!("template set `{name}` is unreadable"))
+}
+
 /// A saved wrapper: the JSON output of `extract region` or its `wrapper`.
 fn read_wrapper(path: &std::path::Path) -> anyhow::Result<region::Wrapper> {
     let text = std::fs::read_to_string(path)
@@ -136,6 +177,7 @@ fn article_json(a: &Article) -> serde_json::Value {
         "date": a.date,
         "body": a.body(),
         "xpath": a.xpath,
+        "method": a.method.as_str(),
     })
 }
 

@@ -13,6 +13,7 @@ use crate::cli::LearnArgs;
 use crate::dom::Dom;
 use crate::source::{self, FetchOptions};
 use crate::template::cluster::{PageFeatures, TemplateSet};
+use crate::template::pattern::Pattern;
 use crate::template::seq::Interner;
 use crate::template::tree::PageTree;
 
@@ -43,6 +44,37 @@ fn expand(sources: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// Member pages merged into a template's ne-pattern: each merge is an
+/// RTDM run over two whole pages, and a pattern stops changing after a few
+/// pages of one template (what varies has become a wildcard).
+pub const PATTERN_PAGES: usize = 8;
+
+/// Clusters `pages`, learns a template per cluster, and gives each template
+/// the ne-pattern of (up to [`PATTERN_PAGES`] of) the pages nearest to it.
+pub fn learn_set(pages: &[(Dom, PageTree)], threshold: f64, min_pages: usize) -> TemplateSet {
+    let mut interner = Interner::new();
+    let features: Vec<PageFeatures> = pages
+        .iter()
+        .map(|(_, t)| PageFeatures::new(t, &mut interner))
+        .collect();
+    let mut set = TemplateSet::learn(interner, features.clone(), threshold, min_pages);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); set.templates.len()];
+    for (i, f) in features.iter().enumerate() {
+        if let Some((t, similarity)) = set.nearest(f)
+            && similarity >= 1.0 - threshold
+            && let Some(m) = members.get_mut(t)
+            && m.len() < PATTERN_PAGES
+        {
+            m.push(i);
+        }
+    }
+    for (template, m) in set.templates.iter_mut().zip(members) {
+        let of: Vec<(&Dom, &PageTree)> = m.iter().map(|&i| (&pages[i].0, &pages[i].1)).collect();
+        template.pattern = Pattern::learn(&of);
+    }
+    set
+}
+
 /// Runs the command.
 pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     if args.name.is_empty()
@@ -66,7 +98,7 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     let sources = expand(&args.sources)?;
     let opts = FetchOptions::default();
     let client = source::http_client(&opts)?;
-    let mut trees = Vec::with_capacity(sources.len());
+    let mut pages = Vec::with_capacity(sources.len());
     for spec in &sources {
         // One bad page is reported and skipped; the others still count.
         let raw = match source::load(spec, &client, &opts).await {
@@ -76,30 +108,25 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
                 continue;
             }
         };
-        let tree = tokio::task::spawn_blocking(move || {
+        let page = tokio::task::spawn_blocking(move || {
             let decoded = raw.decode();
-            PageTree::from_dom(&Dom::parse(&decoded.text))
+            let dom = Dom::parse(&decoded.text);
+            let tree = PageTree::from_dom(&dom);
+            (dom, tree)
         })
         .await
         .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
-        trees.push(tree);
+        pages.push(page);
     }
-    if trees.is_empty() {
+    if pages.is_empty() {
         anyhow::bail!("no page could be read");
     }
     let threshold = args.threshold;
     let min_pages = args.min_pages.max(1);
-    let n = trees.len();
-    let set = tokio::task::spawn_blocking(move || {
-        let mut interner = Interner::new();
-        let pages: Vec<PageFeatures> = trees
-            .iter()
-            .map(|t| PageFeatures::new(t, &mut interner))
-            .collect();
-        TemplateSet::learn(interner, pages, threshold, min_pages)
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("the learning worker failed: {e}"))?;
+    let n = pages.len();
+    let set = tokio::task::spawn_blocking(move || learn_set(&pages, threshold, min_pages))
+        .await
+        .map_err(|e| anyhow::anyhow!("the learning worker failed: {e}"))?;
     writeln!(
         out,
         "{n} pages: {} template{}, {} page{} pending (threshold {threshold}, at least {min_pages} pages a template)",
@@ -110,9 +137,21 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     )?;
     for (i, t) in set.templates.iter().enumerate() {
         let optional: usize = t.optional.iter().map(Vec::len).sum();
+        let pattern = match &t.pattern {
+            Some(p) => {
+                let [single, plus, option, kleene] = p.wildcard_counts();
+                format!(
+                    ", ne-pattern of {} nodes ({} wildcards) from {} pages",
+                    p.len(),
+                    single + plus + option + kleene,
+                    p.pages()
+                )
+            }
+            None => String::new(),
+        };
         writeln!(
             out,
-            "  template {i}: {} pages, {} essential nodes, {optional} optional parts",
+            "  template {i}: {} pages, {} essential nodes, {optional} optional parts{pattern}",
             t.members,
             t.essential.len(),
         )?;

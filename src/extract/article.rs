@@ -43,8 +43,11 @@
 use rustc_hash::FxHashSet;
 use serde_json::Value;
 
-use super::Article;
+use super::{Article, Method};
 use crate::dom::{DOCUMENT, Dom, NodeData, NodeId, is_inline};
+use crate::template::cluster::Template;
+use crate::template::pattern::BODY_MIN_WORDS;
+use crate::template::tree::PageTree;
 
 /// Shortest block (in characters, whitespace collapsed) that counts as a
 /// paragraph when scoring. Shorter blocks are captions, datelines, buttons
@@ -163,6 +166,58 @@ pub fn extract(dom: &Dom, url: Option<&str>) -> Article {
         date,
         paragraphs,
         xpath,
+        method: Method::SinglePage,
+    }
+}
+
+/// The article of a page of a site whose template was learned (seed 002,
+/// ALGORITHMS.md §5): the page is matched against the template's
+/// ne-pattern, the texts its wildcards and varying text nodes capture are
+/// the passages, the body is the longest passage of more than
+/// [`BODY_MIN_WORDS`] words with its sibling passages, and the title the
+/// short passage sharing most words with the body per node of distance.
+/// Byline and date come from the page's own declarations, as on a single
+/// page.
+///
+/// Falls back to [`extract`] when `template` has no pattern, the page does
+/// not match it, or no passage is long enough to be a body (a page of the
+/// site that is not an article, or a template learned from one page,
+/// where nothing varies). The caller decides that the page belongs to the
+/// template (its similarity to it is within the set's threshold).
+pub fn extract_by_template(
+    dom: &Dom,
+    tree: &PageTree,
+    url: Option<&str>,
+    template: Option<&Template>,
+) -> Article {
+    let single = extract(dom, url);
+    let Some(pattern) = template.and_then(|t| t.pattern.as_ref()) else {
+        return single;
+    };
+    let Some(found) = pattern.extract(dom, tree) else {
+        return single;
+    };
+    let Some(body) = found.body.filter(|b| words(b).len() > BODY_MIN_WORDS) else {
+        return single;
+    };
+    let paragraphs = body
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect();
+    Article {
+        // The labelling rule finds no title when no short passage shares a
+        // word with the body; the page's own title then stands.
+        title: found
+            .title
+            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|t| !t.is_empty())
+            .or(single.title),
+        byline: single.byline,
+        date: single.date,
+        paragraphs,
+        xpath: None,
+        method: Method::Template,
     }
 }
 
@@ -1099,7 +1154,7 @@ impl<'a> Page<'a> {
         let stats = self.stats(&mask);
         let has_block = self.block_descendants(&mask);
         let scores = self.score(&mask, &stats, &has_block, flags);
-        let (top, roots) = self.choose(&mask, &stats, &scores, flags);
+        let (top, roots) = self.choose(&mask, &stats, &has_block, &scores, flags);
         let mut stats = stats;
         self.clean(top, &roots, &mut mask, &mut stats, flags);
         let chars = roots.iter().map(|&r| stats[r].chars).sum();
@@ -1163,9 +1218,11 @@ impl<'a> Page<'a> {
             if !(markup || named || dateline) {
                 continue;
             }
+            if !self.text_shorter_than(n, mask, MAX_BYLINE_CHARS) {
+                continue;
+            }
             let text = dom.text_content(n);
-            let len = text.chars().count() as u32;
-            if len == 0 || len >= MAX_BYLINE_CHARS {
+            if text.is_empty() {
                 continue;
             }
             let inner = self.subtree(n)[1..]
@@ -1181,6 +1238,24 @@ impl<'a> Page<'a> {
             return Some(inner.unwrap_or(text));
         }
         None
+    }
+
+    /// True when the unmasked text of `n` is shorter than `limit`
+    /// characters; stops reading at the limit, so testing a page-sized
+    /// element costs no more than testing a line.
+    fn text_shorter_than(&self, n: NodeId, mask: &[bool], limit: u32) -> bool {
+        let mut chars = 0u32;
+        for &d in self.subtree(n) {
+            if let NodeData::Text(t) = &self.dom.node(d).data
+                && !mask[d]
+            {
+                chars += text_measure(t).0;
+                if chars >= limit {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Content scores of candidate ancestors (module doc, step 2), already
@@ -1296,6 +1371,7 @@ impl<'a> Page<'a> {
         &self,
         mask: &[bool],
         stats: &[Stats],
+        has_block: &[bool],
         scores: &[f32],
         flags: Flags,
     ) -> (NodeId, Vec<NodeId>) {
@@ -1429,7 +1505,12 @@ impl<'a> Page<'a> {
                 0.0
             };
             let scored = scores[s] != 0.0 && scores[s] + bonus >= threshold;
-            let prose = self.name(s) == "p" && {
+            // A paragraph, or a container with only inline content (the
+            // same thing written as a <div>, like many standfirsts), joins
+            // when it reads as prose: long with few links, or a short
+            // sentence without links.
+            let paragraph = self.name(s) == "p" || (is_container(self.name(s)) && !has_block[s]);
+            let prose = paragraph && {
                 let st = &stats[s];
                 let ld = st.link_density();
                 if st.chars > 80 {
@@ -1516,6 +1597,15 @@ impl<'a> Page<'a> {
         if flags.weigh_classes {
             for &n in &nodes {
                 if !mask[n] && matches!(self.name(n), "h1" | "h2") && self.class_weight(n) < 0.0 {
+                    remove(n, mask, stats);
+                }
+            }
+        }
+        // Ad slots and loaders the page labels as such.
+        for &n in &nodes {
+            if !mask[n] && n != top && stats[n].chars <= 20 && dom.element(n).is_some() {
+                let text = dom.text_content(n);
+                if is_placeholder_label(&text) {
                     remove(n, mask, stats);
                 }
             }
@@ -1841,6 +1931,35 @@ impl<'a> Page<'a> {
 /// inline content (pages that write prose in `<div>`s).
 fn is_container(name: &str) -> bool {
     matches!(name, "div" | "section" | "article" | "main" | "center")
+}
+
+/// The whole text of an ad slot's label or of a loading placeholder, in the
+/// languages of the sites such labels are common on. Matched on a block's
+/// entire text only, so prose that mentions advertising is untouched.
+fn is_placeholder_label(text: &str) -> bool {
+    let t = text.trim().trim_end_matches(['.', '…', ':']).to_lowercase();
+    matches!(
+        t.as_str(),
+        "ad" | "ads"
+            | "advert"
+            | "advertising"
+            | "advertisement"
+            | "sponsored"
+            | "anzeige"
+            | "werbung"
+            | "publicité"
+            | "publicidad"
+            | "pubblicità"
+            | "anuncio"
+            | "реклама"
+            | "广告"
+            | "広告"
+            | "loading"
+            | "chargement"
+            | "cargando"
+            | "wird geladen"
+            | "正在加载"
+    )
 }
 
 /// Ends like a sentence: a full stop followed by a space or the end.
@@ -2169,12 +2288,32 @@ mod tests {
             "<html><body><div class='entry'><p>{P1}</p><p hidden>Secret draft.</p>\
              <p style='display: none'>Also hidden.</p><p>{P2}</p>\
              <script>document.write('no')</script><noscript>Enable scripts</noscript>\
-             <button>Subscribe now</button><p>{P3}</p></div></body></html>"
+             <button>Subscribe now</button><div class='slot'>Advertisement</div>\
+             <p>{P3}</p><div>Loading…</div></div></body></html>"
         );
         assert_eq!(
             run(&page).paragraphs,
             vec![P1.to_owned(), P2.to_owned(), P3.to_owned()]
         );
+    }
+
+    #[test]
+    fn standfirst_written_as_a_div_joins_the_body() {
+        // The standfirst is a sibling of the body block, a <div> holding
+        // only text; a short link-only sibling does not join.
+        let page = format!(
+            "<html><body><div class='story'><div class='standfirst'>The tram is coming to the \
+             harbour. The council said yes on Tuesday.</div><div class='tags'><a href='/t'>Trams</a>\
+             </div><div class='body'><p>{P1}</p><p>{P2}</p><p>{P3}</p><p>{P4}</p></div></div>\
+             </body></html>"
+        );
+        let a = run(&page);
+        assert_eq!(
+            a.paragraphs[0],
+            "The tram is coming to the harbour. The council said yes on Tuesday."
+        );
+        assert_eq!(a.paragraphs.len(), 5, "{:?}", a.paragraphs);
+        assert_eq!(a.xpath.as_deref(), Some("/body[1]/div[1]"));
     }
 
     #[test]

@@ -27,6 +27,30 @@ pub struct Article {
     /// The index XPath ([`crate::dom::Dom::index_xpath`]) of the element
     /// holding the body, when one element holds it.
     pub xpath: Option<String>,
+    /// How title and body were found.
+    pub method: Method,
+}
+
+/// How an [`Article`] was extracted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// From the page alone ([`article::extract`]).
+    #[default]
+    SinglePage,
+    /// By the ne-pattern of the site's learned template
+    /// ([`article::extract_by_template`]).
+    Template,
+}
+
+impl Method {
+    /// The name used in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::SinglePage => "single-page",
+            Method::Template => "template",
+        }
+    }
 }
 
 impl Article {

@@ -171,6 +171,7 @@ mod tests {
             date: Some("2026-11-02".into()),
             paragraphs: vec!["One.".into(), " ".into(), "Two.".into()],
             xpath: None,
+            method: Default::default(),
         };
         let mut h = Hierarchy {
             title: None,

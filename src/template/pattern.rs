@@ -33,7 +33,7 @@
 //!   place), whose total gives a similarity to tell "fits the template"
 //!   from "layout drifted".
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::dom::{Dom, NodeData};
@@ -806,11 +806,60 @@ impl Pattern {
         out
     }
 
+    /// The parent of pattern node `i` (in pre-order, the nearest earlier
+    /// node one level up).
+    fn parent(&self, i: usize) -> Option<usize> {
+        let depth = self.nodes.get(i)?.depth;
+        (0..i).rev().find(|&a| self.nodes[a].depth + 1 == depth)
+    }
+
+    /// The body when no single passage is long enough: pages that write
+    /// their body as paragraphs capture one passage per paragraph, each
+    /// under 100 words. Passages are grouped by the element holding their
+    /// paragraphs (the parent of a `<p>`, `<li>`, heading or quote that
+    /// holds the text; else the text's own parent), never by the root; the
+    /// group with most words, if more than [`BODY_MIN_WORDS`], is the body
+    /// region. Gives the longest passage in it and the group's element.
+    fn paragraph_run(&self, passages: &[Passage]) -> Option<(usize, Option<usize>)> {
+        let mut words: FxHashMap<usize, usize> = FxHashMap::default();
+        let mut keys = Vec::with_capacity(passages.len());
+        for p in passages {
+            let mut key = self.parent(p.position);
+            if let Some(k) = key
+                && let PatLabel::Element(name) = &self.nodes[k].label
+                && matches!(
+                    name.as_str(),
+                    "p" | "li" | "h2" | "h3" | "h4" | "h5" | "h6" | "blockquote" | "pre" | "dd"
+                )
+            {
+                key = self.parent(k);
+            }
+            let key = key.filter(|&k| k != 0);
+            if let Some(k) = key {
+                *words.entry(k).or_default() += p.words;
+            }
+            keys.push(key);
+        }
+        let (&group, &total) = words
+            .iter()
+            .max_by_key(|&(&k, &w)| (w, std::cmp::Reverse(k)))?;
+        if total <= BODY_MIN_WORDS {
+            return None;
+        }
+        let body = (0..passages.len())
+            .filter(|&k| keys[k] == Some(group))
+            .max_by_key(|&k| (passages[k].words, std::cmp::Reverse(k)))?;
+        Some((body, Some(group)))
+    }
+
     /// The labelling heuristic of seed 002 (§2.3.4). The body is the
     /// longest passage with more than [`BODY_MIN_WORDS`] words; its
     /// region is every passage under the same pattern parent (the body of
     /// a news page spans several sibling subtrees), unless that parent is
-    /// the root, where the region would be the whole page. The title is
+    /// the root, where the region would be the whole page. Without such a
+    /// passage the body region is the longest run of paragraphs
+    /// (`paragraph_run`; the seed's pages were one text node per
+    /// body, today's are one per paragraph). The title is
     /// the passage of 1 to [`TITLE_MAX_WORDS`] words outside the region
     /// whose share of words with the body, divided by its distance from
     /// the body passage (in pattern nodes), is highest and not zero.
@@ -821,15 +870,14 @@ impl Pattern {
             .filter(|(_, p)| p.words > BODY_MIN_WORDS)
             .max_by_key(|&(k, p)| (p.words, std::cmp::Reverse(k)))
             .map(|(k, _)| k);
-        let Some(body) = body else {
-            return Labelling::default();
+        let (body, parent) = match body {
+            Some(body) => (body, self.parent(passages[body].position)),
+            None => match self.paragraph_run(passages) {
+                Some(found) => found,
+                None => return Labelling::default(),
+            },
         };
         let pos = passages[body].position;
-        // In pre-order the parent is the nearest earlier node one level up.
-        let parent = self
-            .nodes
-            .get(pos)
-            .and_then(|n| (0..pos).rev().find(|&a| self.nodes[a].depth + 1 == n.depth));
         let body_region: Vec<usize> = match parent {
             Some(a) if a != 0 => (0..passages.len())
                 .filter(|&k| passages[k].position > a && passages[k].position < self.end(a))

@@ -177,3 +177,166 @@ fn an_extract_clip_is_part_of_the_hierarchy_and_thresholds_read_it() {
         1
     );
 }
+
+/// Words for the generated stories (every story draws its own sequence).
+const WORDS: [&str; 24] = [
+    "harbour", "council", "tram", "budget", "river", "bridge", "station", "market", "school",
+    "winter", "festival", "library", "museum", "garden", "square", "tower", "ferry", "island",
+    "railway", "theatre", "stadium", "forest", "valley", "quarter",
+];
+
+/// Sentence `k` of story `i`: twelve words, different for every story.
+fn sentence(i: usize, k: usize) -> String {
+    let mut words: Vec<&str> = (0..12)
+        .map(|w| WORDS[(i * 7 + k * 5 + w * 3) % 24])
+        .collect();
+    words[0] = if k.is_multiple_of(2) { "The" } else { "A" };
+    format!("{} number {i}{k}.", words.join(" "))
+}
+
+/// Story page `i` of one news site: a menu, a "most read" box whose links
+/// change from page to page, the headline, a standfirst date, five
+/// paragraphs of three sentences, a footer.
+fn story_page(i: usize) -> String {
+    let body: String = (0..5)
+        .map(|p| {
+            let s: Vec<String> = (0..3).map(|k| sentence(i, p * 3 + k)).collect();
+            format!("<p>{}</p>", s.join(" "))
+        })
+        .collect();
+    let most_read: String = (1..=4)
+        .map(|k| {
+            format!(
+                "<li><a href=/s/{}>Story {} of the week</a></li>",
+                i + k,
+                i + k
+            )
+        })
+        .collect();
+    format!(
+        "<!doctype html><html lang=en><head><title>Story {i} - City News</title></head><body>\
+         <div class=top><a href=/>City News</a><ul><li><a href=/local>Local</a></li>\
+         <li><a href=/sport>Sport</a></li><li><a href=/arts>Arts</a></li></ul></div>\
+         <div class=wrap><div class=main><h1>Headline {i}: the {} and the {}</h1>\
+         <div class=meta>Published {i} November</div><div class=text>{body}</div></div>\
+         <div class=side><h2>Most read</h2><ol>{most_read}</ol></div></div>\
+         <div class=bottom>City News, 1 Harbour Street</div></body></html>",
+        WORDS[i % 24],
+        WORDS[(i + 5) % 24]
+    )
+}
+
+fn article_json(args: &[&str]) -> serde_json::Value {
+    let out = semclip(args, None);
+    assert!(out.status.success(), "{}", describe(args, &out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe(args, &out)))
+}
+
+#[test]
+fn article_extraction_by_a_learned_template() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path();
+    setup(dir, "", &[]);
+    let config = dir.join("semclip.yaml");
+    let config = config.to_str().unwrap_or_default();
+    let mut learn = vec!["learn", "news", "--config", config];
+    let files: Vec<String> = (1..=5)
+        .map(|i| {
+            let path = dir.join(format!("story{i}.html"));
+            write(&path, &story_page(i));
+            path.display().to_string()
+        })
+        .collect();
+    learn.extend(files.iter().map(String::as_str));
+    let out = semclip(&learn, None);
+    assert!(out.status.success(), "{}", describe(&learn, &out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("1 template,"), "{printed}");
+    assert!(printed.contains("ne-pattern of"), "{printed}");
+
+    // An unseen story of the site: title and body from the pattern.
+    let new = dir.join("story9.html");
+    write(&new, &story_page(9));
+    let new = new.display().to_string();
+    let with_template = |page: &str| {
+        article_json(&[
+            "extract",
+            "article",
+            page,
+            "--format",
+            "json",
+            "--template",
+            "news",
+            "--config",
+            config,
+        ])
+    };
+    let a = with_template(&new);
+    assert_eq!(a["method"], "template", "{a:#}");
+    assert_eq!(
+        a["title"],
+        format!("Headline 9: the {} and the {}", WORDS[9], WORDS[14])
+    );
+    let paragraphs: Vec<String> = (0..5)
+        .map(|p| {
+            let s: Vec<String> = (0..3).map(|k| sentence(9, p * 3 + k)).collect();
+            s.join(" ")
+        })
+        .collect();
+    let body = a["body"].as_str().unwrap_or_default();
+    assert_eq!(body, paragraphs.join("\n\n"), "{a:#}");
+
+    // Without the option, or on a page that fits no template, the page
+    // alone decides.
+    let a = article_json(&["extract", "article", &new, "--format", "json"]);
+    assert_eq!(a["method"], "single-page");
+    let other = dir.join("quotes.html");
+    write(&other, &table_page("251,30", 3));
+    let other = other.display().to_string();
+    let a = with_template(&other);
+    assert_eq!(a["method"], "single-page", "{a:#}");
+
+    // A watch of the story with an article clip and the template set:
+    // under `monitor: data` its snapshot is the article alone.
+    let url = url::Url::from_file_path(&new).unwrap_or_else(|()| panic!("file url"));
+    write(
+        &dir.join("watches/story.yaml"),
+        &format!(
+            "url: {url}\nschedule: {{every: 1h}}\nmonitor: data\n\
+             clips:\n  story: {{extract: article}}\nlayout: {{template: news}}\n"
+        ),
+    );
+    let (code, out) = check(Path::new(config));
+    assert_eq!(code, 0, "{out}");
+    let store = Store::open(&dir.join("state/semclip.db")).unwrap_or_else(|e| panic!("{e}"));
+    let xml = store
+        .current("story")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no snapshot"))
+        .xml;
+    assert!(xml.contains("clip=\"story\""), "{xml}");
+    assert!(
+        xml.contains(&format!("Headline 9: the {}", WORDS[9])),
+        "{xml}"
+    );
+    assert!(xml.contains(&sentence(9, 14)), "{xml}");
+    assert!(!xml.contains("of the week"), "the sidebar stays out: {xml}");
+
+    // An unknown set name is an error that says how to make one.
+    let args = [
+        "extract",
+        "article",
+        &new,
+        "--template",
+        "nope",
+        "--config",
+        config,
+    ];
+    let out = semclip(&args, None);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("semclip learn nope"),
+        "{}",
+        describe(&args, &out)
+    );
+}

@@ -29,4 +29,5 @@ mod serve;
 mod source;
 mod store;
 mod tables;
+mod templates;
 mod util;
