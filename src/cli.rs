@@ -198,6 +198,14 @@ pub struct ExtractRecordsArgs {
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = ExtractFormat::Xml)]
     pub format: ExtractFormat,
+    /// Use the site's template set learned with `semclip learn NAME`: on a page that
+    /// fits one of its templates, only lists whose texts vary between the site's
+    /// pages are records (menus and tag lists drop out).
+    #[arg(long, value_name = "NAME")]
+    pub template: Option<String>,
+    /// Configuration (where the store with the template sets is).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip extract region`.

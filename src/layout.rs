@@ -131,9 +131,10 @@ pub fn build_page(
             ExtractSpec::Article => vocabulary::article_node(
                 &extract::article::extract_by_template(&dom, &tree, url, template),
             ),
-            ExtractSpec::Records => {
-                vocabulary::records_node(&extract::records::extract(&dom), style)
-            }
+            ExtractSpec::Records => vocabulary::records_node(
+                &extract::records::extract_by_template(&dom, &tree, template),
+                style,
+            ),
             ExtractSpec::Region(keywords) => {
                 let stored = previous.wrappers.get(name);
                 let by_wrapper = stored.and_then(|w| extract::region::apply(&dom, w));

@@ -69,11 +69,7 @@ pub async fn run(args: &ExtractArgs, out: &mut dyn Write) -> anyhow::Result<Outc
             let article = match set {
                 Some(mut set) => {
                     let tree = PageTree::from_dom(&page.dom);
-                    let features = set.features(&tree);
-                    let template = set
-                        .nearest(&features)
-                        .filter(|&(_, similarity)| similarity >= 1.0 - set.threshold)
-                        .and_then(|(i, _)| set.templates.get(i));
+                    let template = set.template_of(&tree);
                     extract::article::extract_by_template(
                         &page.dom,
                         &tree,
@@ -92,8 +88,19 @@ pub async fn run(args: &ExtractArgs, out: &mut dyn Write) -> anyhow::Result<Outc
             (text, found)
         }
         Extract::Records(a) => {
+            let set = match &a.template {
+                Some(name) => Some(load_template_set(&a.config, name).await?),
+                None => None,
+            };
             let page = load(&a.source).await?;
-            let records = extract::records::extract(&page.dom);
+            let records = match set {
+                Some(mut set) => {
+                    let tree = PageTree::from_dom(&page.dom);
+                    let template = set.template_of(&tree);
+                    extract::records::extract_by_template(&page.dom, &tree, template)
+                }
+                None => extract::records::extract(&page.dom),
+            };
             let found = !records.records.is_empty();
             let style = decimal_style_for_lang(page.lang.as_deref());
             let text = match a.format {

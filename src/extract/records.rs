@@ -45,10 +45,12 @@
 //! milliseconds for a 400 KB page.
 
 use html5ever::LocalName;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Field, Record, Records};
 use crate::dom::{Dom, NodeData, NodeId};
+use crate::template::cluster::Template;
+use crate::template::tree::PageTree;
 
 /// Levels of tag path kept in an element's shape. Deep enough to see a
 /// card's inner layout (card / body / title / link / text), shallow enough
@@ -516,10 +518,59 @@ pub struct Candidate {
 /// The repeated data records of a single page.
 pub fn extract(dom: &Dom) -> Records {
     let page = Page::build(dom);
+    records_of(&page, regions(&page, &|_| true))
+}
+
+/// The records of a page of a site whose template was learned: the
+/// single-page method, except that only regions whose records hold data
+/// count. Data is what the template's ne-pattern captures on this page:
+/// texts that varied between the site's pages the pattern was learned
+/// from. A list of category links, a tag cloud or a menu repeats as
+/// regularly as the data and often wins on one page alone, but its texts
+/// are the same on every page of the site; the filter runs before regions
+/// are compared with the page's best, so a data list that such a list
+/// outscored comes back.
+///
+/// Falls back to [`extract`] when `template` has no pattern, the page does
+/// not match it, or the match captures no text.
+pub fn extract_by_template(dom: &Dom, tree: &PageTree, template: Option<&Template>) -> Records {
+    let page = Page::build(dom);
+    let captured = template
+        .and_then(|t| t.pattern.as_ref())
+        .and_then(|p| p.match_page(tree).map(|m| p.captured_text(dom, tree, &m)))
+        .unwrap_or_default();
+    if captured.is_empty() {
+        return records_of(&page, regions(&page, &|_| true));
+    }
+    // Every element holding a captured node.
+    let mut holds_data: FxHashSet<NodeId> = FxHashSet::default();
+    for passage in &captured {
+        for &n in &passage.nodes {
+            let mut cur = tree.nodes.get(n as usize).map(|x| x.dom);
+            while let Some(id) = cur {
+                if !holds_data.insert(id) {
+                    break;
+                }
+                cur = dom.parent(id);
+            }
+        }
+    }
+    let is_data = |g: &Group| {
+        let data = g
+            .members
+            .iter()
+            .filter(|&&m| holds_data.contains(&page.els[record_root(&page, m) as usize].dom))
+            .count();
+        2 * data >= g.members.len()
+    };
+    records_of(&page, regions(&page, &is_data))
+}
+
+fn records_of(page: &Page<'_>, groups: Vec<Group>) -> Records {
     let mut records = Vec::new();
-    for g in regions(&page) {
-        let roots: Vec<u32> = g.members.iter().map(|&m| record_root(&page, m)).collect();
-        records.extend(make_records(&page, &roots));
+    for g in groups {
+        let roots: Vec<u32> = g.members.iter().map(|&m| record_root(page, m)).collect();
+        records.extend(make_records(page, &roots));
     }
     records.sort_by_key(|(first, _)| *first);
     Records {
@@ -530,7 +581,7 @@ pub fn extract(dom: &Dom) -> Records {
 /// The data regions of a page with their measures, in document order.
 pub fn candidates(dom: &Dom) -> Vec<Candidate> {
     let page = Page::build(dom);
-    regions(&page)
+    regions(&page, &|_| true)
         .into_iter()
         .map(|g| {
             let n = g.members.len() as f64;
@@ -564,7 +615,9 @@ pub fn candidates(dom: &Dom) -> Vec<Candidate> {
 }
 
 /// The groups chosen as data regions, in document order.
-fn regions(page: &Page<'_>) -> Vec<Group> {
+/// `keep` decides which chosen regions may compete on the page (before
+/// the comparison with the page's best).
+fn regions(page: &Page<'_>, keep: &dyn Fn(&Group) -> bool) -> Vec<Group> {
     if page.els.is_empty() {
         return Vec::new();
     }
@@ -630,6 +683,7 @@ fn regions(page: &Page<'_>) -> Vec<Group> {
             }
         }
     }
+    out.retain(|g| keep(g));
     let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
     out.retain(|g| {
         let n = g.members.len() as f64;

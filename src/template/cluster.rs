@@ -1009,6 +1009,17 @@ impl TemplateSet {
         set
     }
 
+    /// The template `tree` belongs to: the nearest one, when the page's
+    /// similarity to it is within the set's threshold.
+    pub fn template_of(&mut self, tree: &PageTree) -> Option<&Template> {
+        let features = self.features(tree);
+        let (i, similarity) = self.nearest(&features)?;
+        if similarity < 1.0 - self.threshold {
+            return None;
+        }
+        self.templates.get(i)
+    }
+
     /// The template most similar to `page` ([`Template::similarity`]),
     /// with that similarity (`None` without templates). Templates whose
     /// exact similarity bound cannot beat the best so far are not

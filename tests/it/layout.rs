@@ -340,3 +340,96 @@ fn article_extraction_by_a_learned_template() {
         describe(&args, &out)
     );
 }
+
+/// Result page `i` of one site: five results whose texts change from page
+/// to page, and thirty topic links that every page repeats.
+fn results_page(i: usize) -> String {
+    let results: String = (0..5)
+        .map(|k| {
+            let n = i * 10 + k;
+            format!(
+                "<div class=hit><h3><a href=/r/{n}>Result {n}: the {} by the {}</a></h3>\
+                 <p>{}</p></div>",
+                WORDS[n % 24],
+                WORDS[(n + 3) % 24],
+                sentence(i, k)
+            )
+        })
+        .collect();
+    let topics: String = (0..30)
+        .map(|t| {
+            format!(
+                "<div><a href=/t/{t}>Topic {} {t}</a> <span>{} stories this week</span></div>",
+                WORDS[t % 24],
+                t + 3
+            )
+        })
+        .collect();
+    format!(
+        "<!doctype html><html lang=en><head><title>Search {i}</title></head><body>\
+         <div class=results>{results}</div><div class=topics>{topics}</div></body></html>"
+    )
+}
+
+#[test]
+fn record_extraction_by_a_learned_template_keeps_only_lists_that_vary() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path();
+    setup(dir, "", &[]);
+    let config = dir.join("semclip.yaml");
+    let config = config.to_str().unwrap_or_default();
+    let files: Vec<String> = (1..=4)
+        .map(|i| {
+            let path = dir.join(format!("results{i}.html"));
+            write(&path, &results_page(i));
+            path.display().to_string()
+        })
+        .collect();
+    let mut learn = vec!["learn", "search", "--config", config];
+    learn.extend(files.iter().map(String::as_str));
+    let out = semclip(&learn, None);
+    assert!(out.status.success(), "{}", describe(&learn, &out));
+
+    let page = dir.join("results7.html");
+    write(&page, &results_page(7));
+    let page = page.display().to_string();
+    let first_fields = |args: &[&str]| -> Vec<String> {
+        let v = article_json(args);
+        v["records"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v:#}"))
+            .iter()
+            .map(|r| {
+                r["fields"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    // The page alone: the topic links are a list too.
+    let alone = first_fields(&["extract", "records", &page, "--format", "json"]);
+    assert!(alone.iter().any(|t| t.starts_with("Topic")), "{alone:?}");
+    // With the site's template only the results are records.
+    let learned = first_fields(&[
+        "extract",
+        "records",
+        &page,
+        "--format",
+        "json",
+        "--template",
+        "search",
+        "--config",
+        config,
+    ]);
+    let expected: Vec<String> = (70..75)
+        .map(|n| {
+            format!(
+                "Result {n}: the {} by the {}",
+                WORDS[n % 24],
+                WORDS[(n + 3) % 24]
+            )
+        })
+        .collect();
+    assert_eq!(learned, expected);
+}
