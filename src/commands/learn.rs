@@ -49,13 +49,16 @@ fn expand(sources: &[String]) -> anyhow::Result<Vec<String>> {
 /// pages of one template (what varies has become a wildcard).
 pub const PATTERN_PAGES: usize = 8;
 
-/// Clusters `pages`, learns a template per cluster, and gives each template
-/// the ne-pattern of (up to [`PATTERN_PAGES`] of) the pages nearest to it.
-pub fn learn_set(pages: &[(Dom, PageTree)], threshold: f64, min_pages: usize) -> TemplateSet {
+/// Clusters `pages` (decoded page texts), learns a template per cluster,
+/// and gives each template the ne-pattern of (up to [`PATTERN_PAGES`] of)
+/// the pages nearest to it. Only the features of every page are kept while
+/// clustering; the few pages a pattern is learned from are parsed again,
+/// so memory holds the texts, not a parsed DOM per page.
+pub fn learn_set(pages: &[String], threshold: f64, min_pages: usize) -> TemplateSet {
     let mut interner = Interner::new();
     let features: Vec<PageFeatures> = pages
         .iter()
-        .map(|(_, t)| PageFeatures::new(t, &mut interner))
+        .map(|text| PageFeatures::new(&PageTree::from_dom(&Dom::parse(text)), &mut interner))
         .collect();
     let mut set = TemplateSet::learn(interner, features.clone(), threshold, min_pages);
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); set.templates.len()];
@@ -69,7 +72,15 @@ pub fn learn_set(pages: &[(Dom, PageTree)], threshold: f64, min_pages: usize) ->
         }
     }
     for (template, m) in set.templates.iter_mut().zip(members) {
-        let of: Vec<(&Dom, &PageTree)> = m.iter().map(|&i| (&pages[i].0, &pages[i].1)).collect();
+        let parsed: Vec<(Dom, PageTree)> = m
+            .iter()
+            .map(|&i| {
+                let dom = Dom::parse(&pages[i]);
+                let tree = PageTree::from_dom(&dom);
+                (dom, tree)
+            })
+            .collect();
+        let of: Vec<(&Dom, &PageTree)> = parsed.iter().map(|(d, t)| (d, t)).collect();
         template.pattern = Pattern::learn(&of);
     }
     set
@@ -108,14 +119,9 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
                 continue;
             }
         };
-        let page = tokio::task::spawn_blocking(move || {
-            let decoded = raw.decode();
-            let dom = Dom::parse(&decoded.text);
-            let tree = PageTree::from_dom(&dom);
-            (dom, tree)
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
+        let page = tokio::task::spawn_blocking(move || raw.decode().text)
+            .await
+            .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
         pages.push(page);
     }
     if pages.is_empty() {
