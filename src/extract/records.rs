@@ -50,6 +50,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::{Field, Record, Records};
 use crate::dom::{Dom, NodeData, NodeId};
 use crate::template::cluster::Template;
+use crate::template::minhash::jaccard;
 use crate::template::tree::PageTree;
 
 /// Levels of tag path kept in an element's shape. Deep enough to see a
@@ -333,23 +334,7 @@ impl<'a> Page<'a> {
     }
 
     fn similarity(&self, a: u32, b: u32) -> f64 {
-        let (x, y) = (self.shape(a), self.shape(b));
-        if x.is_empty() && y.is_empty() {
-            return 1.0;
-        }
-        let (mut i, mut j, mut common) = (0, 0, 0usize);
-        while i < x.len() && j < y.len() {
-            match x[i].cmp(&y[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    common += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        common as f64 / (x.len() + y.len() - common) as f64
+        jaccard(self.shape(a), self.shape(b))
     }
 
     fn has_content(&self, i: u32) -> bool {

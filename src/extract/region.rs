@@ -103,6 +103,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Field, Record, Region};
 use crate::dom::{Dom, NodeData, NodeId, is_inline};
+use crate::template::minhash::jaccard;
 
 /// Jaccard similarity of two subtree shapes above which two nodes with the
 /// same tag count as the same kind of record. Half the tag paths shared
@@ -458,26 +459,6 @@ fn fnv_step(prefix: u32, tag: &str) -> u32 {
         h = h.wrapping_mul(FNV_PRIME);
     }
     h
-}
-
-fn jaccard(a: &[u32], b: &[u32]) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    let union = a.len() + b.len() - common;
-    common as f64 / union as f64
 }
 
 /// One keyword occurrence.

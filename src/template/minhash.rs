@@ -196,9 +196,9 @@ impl Sketch {
     }
 }
 
-/// Exact Jaccard index of two sorted, de-duplicated hash sets (1 for two
-/// empty sets).
-pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+/// Exact Jaccard index of two sorted, de-duplicated sets (1 for two empty
+/// sets). Also the path-set similarity of the record and region finders.
+pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
     let (mut i, mut j, mut common) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
