@@ -175,12 +175,15 @@ fn is_opaque(name: &str) -> bool {
     )
 }
 
-/// Elements never taken as a record: parts of a row or a list entry, or
-/// pure layout.
+/// Elements never taken as a record: parts of a row or a list entry, pure
+/// layout, or a navigation block (a mega menu's `<nav>` columns repeat
+/// like cards).
 fn never_record(name: &str) -> bool {
     matches!(
         name,
-        "td" | "th"
+        "nav"
+            | "td"
+            | "th"
             | "dt"
             | "dd"
             | "option"
@@ -431,6 +434,18 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
     if n < 2 {
         return 0.0;
     }
+    // Paragraphs are prose (an article's text, a description), not a list,
+    // unless they are mostly links (a `<p>` per related story).
+    if &*page.els[members[0] as usize].tag == "p" {
+        let text: u32 = members.iter().map(|&m| page.els[m as usize].text).sum();
+        let link: u32 = members
+            .iter()
+            .map(|&m| page.els[m as usize].link_text)
+            .sum();
+        if 2 * link < text {
+            return 0.0;
+        }
+    }
     let leaves: u32 = members.iter().map(|&m| page.els[m as usize].leaves).sum();
     let mean_leaves = f64::from(leaves) / n as f64;
     let single = mean_leaves < SINGLE_LEAF;
@@ -457,23 +472,32 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
 /// for "a self-contained composition" (a product card, a news teaser) is
 /// the record by the page author's own word.
 fn record_root(page: &Page<'_>, member: u32) -> u32 {
+    wrapper_chain(page, member)
+        .into_iter()
+        .find(|&e| &*page.els[e as usize].tag == "article")
+        .unwrap_or(member)
+}
+
+/// A group member and the chain of wrappers below it: each next element
+/// is the only child of the previous one that carries content, and holds
+/// all of its text. The chain ends where content branches.
+fn wrapper_chain(page: &Page<'_>, member: u32) -> Vec<u32> {
+    let mut chain = vec![member];
     let mut cur = member;
     loop {
-        if &*page.els[cur as usize].tag == "article" {
-            return cur;
-        }
         let mut holders = page.els[cur as usize]
             .children
             .iter()
             .copied()
             .filter(|&c| page.has_content(c));
         let (Some(only), None) = (holders.next(), holders.next()) else {
-            return member;
+            return chain;
         };
         // Own text beside the child: the wrapper holds content itself.
         if page.els[only as usize].text < page.els[cur as usize].text {
-            return member;
+            return chain;
         }
+        chain.push(only);
         cur = only;
     }
 }
@@ -498,6 +522,13 @@ pub struct Candidate {
     pub chrome: bool,
     /// Depth of the region's parent below `<body>`.
     pub depth: u32,
+    /// True when the region passes the page filter (module documentation,
+    /// step 4): its records are what [`extract`] gives.
+    pub kept: bool,
+    /// Per record, the XPaths of the group member and of the wrappers
+    /// below it down to where its content branches: the levels one could
+    /// call the record (see [`record_root`]).
+    pub levels: Vec<Vec<String>>,
 }
 
 /// The repeated data records of a single page.
@@ -563,11 +594,14 @@ fn records_of(page: &Page<'_>, groups: Vec<Group>) -> Records {
     }
 }
 
-/// The data regions of a page with their measures, in document order.
+/// Every region the bottom-up choice takes on a page, kept or not by the
+/// page filter, with its measures, in document order (for inspection and
+/// for `examples/record_ceiling.rs`).
 pub fn candidates(dom: &Dom) -> Vec<Candidate> {
     let page = Page::build(dom);
-    regions(&page, &|_| true)
-        .into_iter()
+    let all = chosen(&page);
+    let best = all.iter().map(|g| g.score).fold(0.0, f64::max);
+    all.into_iter()
         .map(|g| {
             let n = g.members.len() as f64;
             let sum = |f: &dyn Fn(&El) -> u32| -> f64 {
@@ -594,6 +628,17 @@ pub fn candidates(dom: &Dom) -> Vec<Candidate> {
                 },
                 chrome: in_chrome(&page, g.members[0]),
                 depth: page.els[g.members[0] as usize].depth - 1,
+                kept: passes(&page, &g, best),
+                levels: g
+                    .members
+                    .iter()
+                    .map(|&m| {
+                        wrapper_chain(&page, m)
+                            .into_iter()
+                            .map(|e| page.xpath(e))
+                            .collect()
+                    })
+                    .collect(),
             }
         })
         .collect()
@@ -603,6 +648,31 @@ pub fn candidates(dom: &Dom) -> Vec<Candidate> {
 /// `keep` decides which chosen regions may compete on the page (before
 /// the comparison with the page's best).
 fn regions(page: &Page<'_>, keep: &dyn Fn(&Group) -> bool) -> Vec<Group> {
+    let mut out = chosen(page);
+    out.retain(|g| keep(g));
+    let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
+    out.retain(|g| passes(page, g, best));
+    out
+}
+
+/// True when chosen region `g` passes the page filter (module
+/// documentation, step 4) on a page whose best region scores `best`.
+fn passes(page: &Page<'_>, g: &Group, best: f64) -> bool {
+    let n = g.members.len() as f64;
+    let text: f64 = g
+        .members
+        .iter()
+        .map(|&m| f64::from(page.els[m as usize].text))
+        .sum();
+    g.score >= MIN_SCORE
+        && g.score >= MIN_SHARE_OF_BEST * best
+        && n >= MIN_RECORDS as f64
+        && text >= MIN_TEXT * n
+}
+
+/// The groups the bottom-up choice (module documentation, step 3) takes as
+/// regions, before the page filter, in document order.
+fn chosen(page: &Page<'_>) -> Vec<Group> {
     if page.els.is_empty() {
         return Vec::new();
     }
@@ -668,41 +738,47 @@ fn regions(page: &Page<'_>, keep: &dyn Fn(&Group) -> bool) -> Vec<Group> {
             }
         }
     }
-    out.retain(|g| keep(g));
-    let best = out.iter().map(|g| g.score).fold(0.0, f64::max);
-    out.retain(|g| {
-        let n = g.members.len() as f64;
-        let text: f64 = g
-            .members
-            .iter()
-            .map(|&m| f64::from(page.els[m as usize].text))
-            .sum();
-        g.score >= MIN_SCORE
-            && g.score >= MIN_SHARE_OF_BEST * best
-            && n >= MIN_RECORDS as f64
-            && text >= MIN_TEXT * n
-    });
     out.sort_by_key(|g| g.members[0]);
     out
 }
 
 /// True when element `i` lies inside page chrome: a `<nav>`, `<header>`,
-/// `<footer>` or `<aside>`, an element whose ARIA role says navigation,
-/// banner, footer (`contentinfo`), menu or complementary, or one whose
-/// class or id names a nav, menu, header, footer, breadcrumb or sidebar
-/// (the naming conventions of every CSS framework and CMS theme).
+/// `<footer>`, `<aside>` or `<dialog>`, an element whose ARIA role says
+/// navigation, banner, footer (`contentinfo`), menu, complementary, dialog
+/// or tooltip, or one whose class or id names a
+/// nav, menu, header, footer, breadcrumb or sidebar or an overlay (popover,
+/// tooltip, modal, popup, dialog): the naming conventions of every CSS
+/// framework and CMS theme. Overlays are hidden until hovered or opened,
+/// and one tooltip per product repeats as regularly as the products.
 fn in_chrome(page: &Page<'_>, i: u32) -> bool {
     let mut cur = i;
     while cur != NONE {
         let e = &page.els[cur as usize];
-        if matches!(&*e.tag, "nav" | "header" | "footer" | "aside" | "menu") {
+        if matches!(
+            &*e.tag,
+            "nav" | "header" | "footer" | "aside" | "menu" | "dialog"
+        ) {
             return true;
         }
+        if &*e.tag == "main" {
+            return false;
+        }
         if let Some(el) = page.dom.element(e.dom) {
+            if el.attr("role") == Some("main") {
+                return false;
+            }
             if let Some(role) = el.attr("role")
                 && matches!(
                     role,
-                    "navigation" | "banner" | "contentinfo" | "menu" | "menubar" | "complementary"
+                    "navigation"
+                        | "banner"
+                        | "contentinfo"
+                        | "menu"
+                        | "menubar"
+                        | "complementary"
+                        | "dialog"
+                        | "alertdialog"
+                        | "tooltip"
                 )
             {
                 return true;
@@ -710,22 +786,7 @@ fn in_chrome(page: &Page<'_>, i: u32) -> bool {
             for a in ["class", "id"] {
                 if let Some(v) = el.attr(a)
                     && v.split(|c: char| c.is_whitespace() || c == '-' || c == '_')
-                        .any(|t| {
-                            let t = t.to_ascii_lowercase();
-                            matches!(
-                                t.as_str(),
-                                "nav"
-                                    | "navbar"
-                                    | "navigation"
-                                    | "menu"
-                                    | "header"
-                                    | "footer"
-                                    | "breadcrumb"
-                                    | "breadcrumbs"
-                                    | "sidebar"
-                                    | "megamenu"
-                            )
-                        })
+                        .any(is_chrome_word)
                 {
                     return true;
                 }
@@ -734,6 +795,29 @@ fn in_chrome(page: &Page<'_>, i: u32) -> bool {
         cur = e.parent;
     }
     false
+}
+
+/// A word of a class, id or custom tag name that marks page chrome (see
+/// [`in_chrome`]).
+fn is_chrome_word(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "nav"
+            | "navbar"
+            | "navigation"
+            | "menu"
+            | "header"
+            | "footer"
+            | "breadcrumb"
+            | "breadcrumbs"
+            | "sidebar"
+            | "megamenu"
+            | "popover"
+            | "tooltip"
+            | "modal"
+            | "popup"
+            | "dialog"
+    )
 }
 
 /// One field before naming: its key inside the record and its content.
@@ -1159,6 +1243,99 @@ mod tests {
             (1..=4)
                 .map(|k| format!("/body[1]/section[1]/div[{k}]/div[1]/article[1]"))
                 .collect::<Vec<_>>()
+        );
+    }
+
+    /// Five product cards, each `<div class="card">` with a title link, a
+    /// price and a line of description.
+    fn product_cards() -> String {
+        [
+            ("ThinkPad X1 Carbon, 14 inch", "$1,299"),
+            ("MacBook Air 13", "$999"),
+            ("Dell XPS 15", "$1,499"),
+            ("Framework Laptop 13", "$1,049"),
+            ("HP Spectre x360", "$1,199"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (t, p))| {
+            format!(
+                r#"<div class="card"><h3><a href="/p/{i}">{t}</a></h3><span>{p}</span><p>In stock, ships tomorrow.</p></div>"#
+            )
+        })
+        .collect()
+    }
+
+    /// The XPaths of [`product_cards`] inside the grid at `grid`.
+    fn cards_under(grid: &str) -> Vec<String> {
+        (1..=5).map(|k| format!("{grid}/div[{k}]")).collect()
+    }
+
+    #[test]
+    fn tooltips_and_nav_blocks_are_not_records_however_regular() {
+        // One hidden tooltip per product, each longer than the product, at
+        // the end of <body> (where scripts put overlays), and a mega menu
+        // of <nav> columns: both repeat as regularly as the products and
+        // outweighed them before overlays and <nav> counted as chrome.
+        let tips: String = (0..5)
+            .map(|i| {
+                format!(
+                    r#"<div class="popover-container size-s"><p>Tip {i}: compare the battery life, the weight and the screen of this laptop with the others before you buy it.</p><p>Prices include tax.</p></div>"#
+                )
+            })
+            .collect();
+        let columns: String = ["Laptops", "Phones", "Audio", "Cameras"]
+            .iter()
+            .map(|c| {
+                format!(
+                    r#"<nav><h4>{c}</h4><a href="/{c}/new">New {c} this week</a><a href="/{c}/deals">{c} deals</a><a href="/{c}/used">Used {c}</a></nav>"#
+                )
+            })
+            .collect();
+        let html = format!(
+            r#"<html><body><div class="menu-columns">{columns}</div><main><div class="grid">{}</div></main>{tips}
+            <div role="tooltip"><p>Free returns within 30 days on every laptop in this shop.</p></div></body></html>"#,
+            product_cards()
+        );
+        assert_eq!(
+            xpaths(&records(&html)),
+            cards_under("/body[1]/main[1]/div[1]")
+        );
+    }
+
+    #[test]
+    fn paragraphs_of_prose_are_not_records_but_paragraphs_of_links_are() {
+        let prose: String = (0..6)
+            .map(|i| format!("<p>Paragraph {i} of the review explains how the <em>keyboard</em>, the screen and the battery held up over a month of daily use.</p>"))
+            .collect();
+        let r = records(&format!(
+            "<html><body><article>{prose}</article></body></html>"
+        ));
+        assert!(r.records.is_empty(), "{:?}", xpaths(&r));
+        let related: String = (0..6)
+            .map(|i| format!(r#"<p><a href="/story/{i}">Related story number {i} about laptops</a> (3 min)</p>"#))
+            .collect();
+        let r = records(&format!("<html><body><div>{related}</div></body></html>"));
+        assert_eq!(r.records.len(), 6);
+    }
+
+    #[test]
+    fn a_sidebar_class_above_main_does_not_make_the_main_list_chrome() {
+        // A layout wrapper named after the sidebar it sits beside: inside
+        // <main> is content whatever the wrappers around <main> are called.
+        // The footer list would outscore the products if both counted as
+        // chrome (it holds more text).
+        let links: String = (0..12)
+            .map(|i| format!(r#"<li><a href="/help/{i}">Help topic number {i}: delivery, returns and warranty questions answered</a></li>"#))
+            .collect();
+        let html = format!(
+            r#"<html><body><div class="sidebar-plus-content"><main><div class="grid">{}</div></main></div>
+            <div class="site-footer"><ul>{links}</ul></div></body></html>"#,
+            product_cards()
+        );
+        assert_eq!(
+            xpaths(&records(&html)),
+            cards_under("/body[1]/div[1]/main[1]/div[1]")
         );
     }
 
