@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use crate::budget::{Budget, Exceeded};
 use crate::commands::diff::text_line;
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
@@ -118,7 +119,7 @@ impl Engine {
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// The store failed.
-    #[error("store error")]
+    #[error("the store failed: {0}")]
     Store(#[source] Box<StoreError>),
     /// A worker thread died.
     #[error("a worker thread failed: {0}")]
@@ -154,6 +155,41 @@ pub struct CheckReport {
     pub thresholds: Vec<(String, Level, Option<f64>)>,
     /// How long the fetch took (retries and per-host waits included).
     pub fetch_time: Duration,
+    /// The next run, when this check moved it from the schedule's (a
+    /// page refused for its size backs off).
+    pub next_run: Option<SystemTime>,
+}
+
+/// Why a page was refused for its size.
+enum Rejected {
+    /// It went over its budget now.
+    Now(Exceeded),
+    /// It is the same bytes as the page refused last time.
+    Again,
+}
+
+/// The longest a page refused for its size waits for its next check.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(6 * 3600);
+
+/// When a page refused for its size `failures` times in a row is checked
+/// next: the schedule's interval (from `now` to `next`) doubled per
+/// failure after the first, at most [`MAX_BACKOFF`] (or the interval, if
+/// longer), never before `next`.
+pub fn backed_off(now: SystemTime, next: SystemTime, failures: u32) -> SystemTime {
+    let interval = next
+        .duration_since(now)
+        .unwrap_or_default()
+        .max(Duration::from_secs(1));
+    let factor = 1u32 << failures.saturating_sub(1).min(16);
+    let delay = interval
+        .saturating_mul(factor)
+        .min(MAX_BACKOFF.max(interval));
+    (now + delay).max(next)
+}
+
+/// The hash by which a refused body is recognised again.
+fn body_hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..32].to_owned()
 }
 
 /// Runs one check of `watch` at `now`. `next_run` is stored as the watch's
@@ -193,10 +229,12 @@ pub async fn check(
     let stores = Arc::clone(&engine.stores);
     let watch = Arc::clone(watch);
     let retention = engine.daemon.retention;
+    let page_limits = engine.daemon.limits.page;
     let alert_after = watch.failures.alert_after;
     tokio::task::spawn_blocking(move || {
         stores
             .with(|store| {
+                let before = status.clone();
                 let mut work = Work {
                     watch: &watch,
                     now,
@@ -204,6 +242,7 @@ pub async fn check(
                     alerts: Vec::new(),
                     state: CheckState::default(),
                 };
+                let mut moved_run = None;
                 let (outcome, snapshot) = match fetched {
                     Err(error) => {
                         let message = error_chain(&error);
@@ -220,21 +259,53 @@ pub async fn check(
                         etag,
                         last_modified,
                     }) => {
-                        let decoded = page.decode();
-                        let url = page.url.as_ref().map(ToString::to_string);
-                        let previous = previous_layout(store, &watch.id);
-                        let mut templates = watch
-                            .layout
-                            .template
-                            .as_deref()
-                            .and_then(|name| template_set(store, &watch.id, name));
-                        let page = layout::build_page(
-                            &decoded.text,
-                            url.as_deref(),
-                            &watch,
-                            &previous,
-                            templates.as_mut(),
-                        );
+                        let body = body_hash(&page.bytes);
+                        let budget = Budget::new(page_limits);
+                        let built = if work.status.rejected_body.as_deref() == Some(&body) {
+                            Err(Rejected::Again)
+                        } else {
+                            let decoded = page.decode();
+                            let url = page.url.as_ref().map(ToString::to_string);
+                            let previous = previous_layout(store, &watch.id);
+                            let mut templates = watch
+                                .layout
+                                .template
+                                .as_deref()
+                                .and_then(|name| template_set(store, &watch.id, name));
+                            layout::build_page(
+                                &decoded.text,
+                                url.as_deref(),
+                                &watch,
+                                &previous,
+                                templates.as_mut(),
+                                &budget,
+                            )
+                            .map(|page| (page, previous))
+                            .map_err(Rejected::Now)
+                        };
+                        match built {
+                            Err(rejected) => {
+                                let message = match rejected {
+                                    Rejected::Now(exceeded) => exceeded.to_string(),
+                                    Rejected::Again => format!(
+                                        "{} (the same bytes as the page refused before: not parsed again)",
+                                        work.status
+                                            .last_error
+                                            .as_deref()
+                                            .and_then(|e| e.split(" (the same bytes").next())
+                                            .unwrap_or("page too large")
+                                    ),
+                                };
+                                work.failed(&message, alert_after);
+                                work.status.rejected_body = Some(body);
+                                moved_run = next_run.map(|next| {
+                                    backed_off(now, next, work.status.failures)
+                                });
+                                work.status.next_run = moved_run.or(work.status.next_run);
+                                (PageOutcome::Failed(message), None)
+                            }
+                            Ok((page, previous)) => {
+                        work.status.rejected_body = None;
                         let h = &page.hierarchy;
                         match refresh::prepare(store, &watch.id, h, &watch.ignore) {
                             Err(error) => {
@@ -252,6 +323,8 @@ pub async fn check(
                                 (outcome, Some(prepared))
                             }
                         }
+                            }
+                        }
                     }
                 };
                 let CheckState { thresholds, .. } = &work.state;
@@ -259,15 +332,38 @@ pub async fn check(
                     .iter()
                     .map(|t| (t.name.clone(), Level::parse(&t.state), t.value))
                     .collect();
+                let mut outcome = outcome;
+                let mut levels = levels;
                 if !dry_run {
                     work.state.status = work.status.clone();
                     work.state.alerts = queue(&watch, &work.alerts);
-                    store.record_check(
+                    let recorded = store.record_check(
                         &watch.id,
                         now,
                         snapshot.as_ref().map(|p| p.snapshot_part(&retention)),
                         &work.state,
-                    )?;
+                    );
+                    if let Err(error) = recorded {
+                        // The results could not be kept (a snapshot over the
+                        // store's limit, a full disk): the check failed, and
+                        // that must reach the watch's status and alerts.
+                        let message =
+                            format!("the check's results could not be stored: {}", error_chain(&error));
+                        let mut failed = Work {
+                            watch: &watch,
+                            now,
+                            status: before,
+                            alerts: Vec::new(),
+                            state: CheckState::default(),
+                        };
+                        failed.failed(&message, alert_after);
+                        failed.state.status = failed.status.clone();
+                        failed.state.alerts = queue(&watch, &failed.alerts);
+                        store.record_check(&watch.id, now, None, &failed.state)?;
+                        outcome = PageOutcome::Failed(message);
+                        levels = Vec::new();
+                        work.alerts = failed.alerts;
+                    }
                 }
                 Ok(CheckReport {
                     watch: watch.id.clone(),
@@ -275,6 +371,7 @@ pub async fn check(
                     alerts: work.alerts,
                     thresholds: levels,
                     fetch_time,
+                    next_run: moved_run,
                 })
             })
             .map_err(|e| CheckError::Store(Box::new(e)))

@@ -306,6 +306,12 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
             None => {}
             Some(Event::Done(id, next, report)) => {
                 in_flight.remove(&id);
+                // A check may move its next run (backing off a page refused
+                // for its size).
+                let next = match &*report {
+                    Ok(r) => r.next_run.unwrap_or(next),
+                    Err(_) => next,
+                };
                 match *report {
                     Ok(report) => {
                         metrics.checked(&report);
@@ -327,7 +333,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
                         }
                     }
                     Err(error) => {
-                        tracing::error!(watch = %id, error = %format!("{error:#}"), "check not recorded");
+                        tracing::error!(watch = %id, error = %crate::error_chain(&error), "check not recorded");
                     }
                 }
                 if watches.contains_key(&id) {

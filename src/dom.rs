@@ -19,6 +19,8 @@ use html5ever::tokenizer::{TagKind, Token, TokenSink, TokenSinkResult, Tokenizer
 use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
 use html5ever::{Attribute, LocalName, Namespace, QualName, TokenizerResult, ns};
 
+use crate::budget::{Budget, PageLimits};
+
 /// Deepest element nesting the parser builds. Deeper start tags are
 /// ignored (their text still lands in the deepest element), as browsers cap
 /// depth (Blink at 512): html5ever's tree builder scans its stack of open
@@ -105,13 +107,25 @@ pub struct Dom {
 
 impl Dom {
     /// Parses `html` with html5ever (never fails: HTML parsing has no
-    /// errors), nesting capped at [`MAX_PARSE_DEPTH`].
+    /// errors), nesting capped at [`MAX_PARSE_DEPTH`], size unbounded: for
+    /// pages semclip made or tests hold. Pages from outside go through
+    /// [`Dom::parse_within`].
     pub fn parse(html: &str) -> Dom {
+        Dom::parse_within(html, &Budget::new(PageLimits::unlimited()))
+    }
+
+    /// Parses `html`, charging every node and its bytes to `budget`. Once
+    /// the budget is exceeded the rest of the page is dropped token by
+    /// token (the caller sees it in [`Budget::check`]): html5ever's
+    /// reconstruction of active formatting elements can make one token
+    /// create thousands of elements, so input size alone bounds nothing.
+    pub fn parse_within(html: &str, budget: &Budget) -> Dom {
         let sink = Sink {
             dom: RefCell::new(Dom {
                 nodes: vec![Node::new(NodeData::Document)],
             }),
             depth: Cell::new(0),
+            budget,
         };
         let guard = DepthGuard {
             builder: TreeBuilder::new(sink, TreeBuilderOpts::default()),
@@ -438,14 +452,16 @@ impl Iterator for Children<'_> {
 }
 
 /// The html5ever tree sink filling a [`Dom`].
-struct Sink {
+struct Sink<'b> {
     dom: RefCell<Dom>,
     /// Depth of the most recent insertion point (approximately the tree
     /// builder's current node).
     depth: Cell<u32>,
+    /// What the page may cost.
+    budget: &'b Budget,
 }
 
-impl Sink {
+impl Sink<'_> {
     fn inserted(&self, dom: &Dom, node: NodeId) {
         let n = &dom.nodes[node];
         let element = matches!(n.data, NodeData::Element(_));
@@ -458,15 +474,19 @@ impl Sink {
 }
 
 /// Sits between tokenizer and tree builder and drops start tags that would
-/// nest deeper than [`MAX_PARSE_DEPTH`].
-struct DepthGuard {
-    builder: TreeBuilder<NodeId, Sink>,
+/// nest deeper than [`MAX_PARSE_DEPTH`], and every token once the page is
+/// over its budget.
+struct DepthGuard<'b> {
+    builder: TreeBuilder<NodeId, Sink<'b>>,
 }
 
-impl TokenSink for DepthGuard {
+impl TokenSink for DepthGuard<'_> {
     type Handle = NodeId;
 
     fn process_token(&self, token: Token, line_number: u64) -> TokenSinkResult<NodeId> {
+        if !self.builder.sink.budget.tick() {
+            return TokenSinkResult::Continue;
+        }
         if let Token::TagToken(tag) = &token
             && tag.kind == TagKind::StartTag
             && !tag.self_closing
@@ -500,10 +520,13 @@ impl ElemName for Name {
     }
 }
 
-impl TreeSink for Sink {
+impl TreeSink for Sink<'_> {
     type Handle = NodeId;
     type Output = Dom;
-    type ElemName<'a> = Name;
+    type ElemName<'a>
+        = Name
+    where
+        Self: 'a;
 
     fn finish(self) -> Dom {
         self.dom.into_inner()
@@ -524,6 +547,10 @@ impl TreeSink for Sink {
     }
 
     fn create_element(&self, name: QualName, attrs: Vec<Attribute>, flags: ElementFlags) -> NodeId {
+        let bytes: usize = attrs.iter().map(|a| a.value.len()).sum();
+        // Over budget the element is still made (html5ever needs a
+        // handle), but no further token reaches the tree builder.
+        self.budget.dom(1, bytes as u64);
         let mut dom = self.dom.borrow_mut();
         let template_contents = flags.template.then(|| dom.push(NodeData::Document));
         let attrs = attrs
@@ -540,6 +567,7 @@ impl TreeSink for Sink {
     }
 
     fn create_comment(&self, _text: StrTendril) -> NodeId {
+        self.budget.dom(1, 0);
         self.dom.borrow_mut().push(NodeData::Comment)
     }
 
@@ -552,6 +580,7 @@ impl TreeSink for Sink {
         let node = match child {
             NodeOrText::AppendNode(n) => n,
             NodeOrText::AppendText(t) => {
+                self.budget.dom(1, t.len() as u64);
                 let last = dom.nodes[*parent].last_child;
                 match dom.text_node(last, &t) {
                     Some(n) => n,
@@ -610,6 +639,7 @@ impl TreeSink for Sink {
         let node = match new_node {
             NodeOrText::AppendNode(n) => n,
             NodeOrText::AppendText(t) => {
+                self.budget.dom(1, t.len() as u64);
                 let prev = dom.nodes[*sibling].prev_sibling;
                 match dom.text_node(prev, &t) {
                     Some(n) => n,

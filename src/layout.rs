@@ -26,10 +26,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::budget::{Budget, Exceeded};
 use crate::config::{ExtractSpec, Watch};
 use crate::dom::Dom;
 use crate::extract::{self, region::Wrapper, vocabulary};
-use crate::hierarchy::{Hierarchy, assign_ids, build, build_parts};
+use crate::hierarchy::{Hierarchy, assign_ids_within, build_parts_within, build_within, weigh};
 use crate::number::decimal_style_for_lang;
 use crate::template::cluster::{Template, TemplateSet};
 use crate::template::minhash::Sketch;
@@ -78,15 +79,18 @@ pub struct WatchPage {
 /// Builds the page for `watch`: parses `html`, adds one node per extract
 /// clip (marked `clip="NAME"`) to the page's hierarchy, or, under
 /// `monitor: data`, keeps only those nodes (or the template's data
-/// regions).
+/// regions). Everything is charged to `budget`: a page over it is an
+/// error, never a cut-short hierarchy.
 pub fn build_page(
     html: &str,
     url: Option<&str>,
     watch: &Watch,
     previous: &LayoutState,
     templates: Option<&mut TemplateSet>,
-) -> WatchPage {
-    let dom = Dom::parse(html);
+    budget: &Budget,
+) -> Result<WatchPage, Exceeded> {
+    let dom = Dom::parse_within(html, budget);
+    budget.check()?;
     let tree = PageTree::from_dom(&dom);
     let sketch = Sketch::of_tree(&tree, None);
     // Drift from the nearest template, and that template's data regions.
@@ -108,19 +112,20 @@ pub fn build_page(
     let has_extract = watch.clips.values().any(|c| c.extract.is_some());
     let mut hierarchy = if watch.data_only && !has_extract {
         if template_drift.is_some() {
-            build_parts(&dom, url, &data_roots)
+            build_parts_within(&dom, url, &data_roots, budget)
         } else {
             // No template learned yet: compare the whole page rather than
             // nothing.
-            build(&dom, url)
+            build_within(&dom, url, budget)
         }
     } else if watch.data_only {
-        let mut h = build_parts(&dom, url, &[]);
+        let mut h = build_parts_within(&dom, url, &[], budget);
         h.children.clear();
         h
     } else {
-        build(&dom, url)
+        build_within(&dom, url, budget)
     };
+    budget.check()?;
     let style = decimal_style_for_lang(hierarchy.lang.as_deref());
     let mut extracted = BTreeMap::new();
     let mut wrappers = BTreeMap::new();
@@ -175,17 +180,26 @@ pub fn build_page(
         };
         extracted.insert(name.clone(), !node.children.is_empty());
         node.attrs.push(("clip", name.clone()));
+        let (nodes, bytes) = weigh(std::slice::from_ref(&node));
+        budget.nodes(nodes, bytes);
+        budget.cpu_now();
+        budget.check()?;
         hierarchy.children.push(node);
     }
-    assign_ids(&mut hierarchy);
-    WatchPage {
+    if !extracted.is_empty() {
+        // The ids are made again, so their bytes are counted again.
+        budget.forget_ids();
+        assign_ids_within(&mut hierarchy, budget);
+    }
+    budget.check()?;
+    Ok(WatchPage {
         hierarchy,
         sketch,
         template_drift,
         extracted,
         wrappers,
         moved,
-    }
+    })
 }
 
 /// The DOM elements at the tree indices `nodes` that are not inside

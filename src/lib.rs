@@ -16,6 +16,7 @@
 //! - [`template`]: structural similarity, clustering and templates of a site's pages (ALGORITHMS.md §4, §5);
 //! - [`extract`]: article, record and keyword-region extraction (ALGORITHMS.md §5, §6).
 
+pub mod budget;
 pub mod check;
 pub mod cli;
 pub mod commands;

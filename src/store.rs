@@ -83,7 +83,7 @@ pub use state::{
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -218,6 +218,9 @@ const MIGRATIONS: &[&str] = &[
         pages      INTEGER NOT NULL,
         body       TEXT NOT NULL
     ) STRICT;",
+    // 5: the hash of a page body that was rejected for going over its page
+    // budget, so that the same bytes are refused again without parsing.
+    "ALTER TABLE watch_status ADD COLUMN rejected_body TEXT;",
 ];
 
 // Each migration raises the version by one.

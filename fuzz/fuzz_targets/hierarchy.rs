@@ -1,8 +1,13 @@
-//! Fuzz target: arbitrary bytes -> decode -> semantic hierarchy -> XML, which
-//! must be well-formed and re-parse, with every id selecting its element.
+//! Fuzz target: arbitrary bytes -> decode -> semantic hierarchy within the
+//! default page budget -> XML, which must be well-formed and re-parse, with
+//! every id selecting its element. A page over its budget must say so, and
+//! the budget must hold: the fuzzer's own memory and time limits catch an
+//! amplification that escapes it. Seeds: `fuzz/corpus/hierarchy/`, with
+//! the hostile shapes written by `cargo run --example hostile_corpus`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use semclip::budget::PageLimits;
 use semclip::hierarchy::{HNode, Hierarchy};
 use semclip::output::{XmlOptions, to_xml};
 use semclip::xpath::HierarchyDoc;
@@ -16,7 +21,13 @@ fn ids(nodes: &[HNode], out: &mut Vec<String>) {
 
 fuzz_target!(|data: &[u8]| {
     let text = semclip::source::decode(data, None, None).text;
-    let h = Hierarchy::from_html(&text, None);
+    let h = match Hierarchy::from_html_within(&text, None, PageLimits::default()) {
+        Ok(h) => h,
+        Err(e) => {
+            assert!(e.to_string().contains("limits.page."), "{e}");
+            return;
+        }
+    };
     let xml = to_xml(&h, XmlOptions::default());
     let doc = match HierarchyDoc::parse(&xml) {
         Ok(d) => d,

@@ -18,6 +18,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::Outcome;
+use crate::budget::Budget;
 use crate::cli::{ConfigArgs, Extract, ExtractArgs, ExtractFormat};
 use crate::dom::Dom;
 use crate::extract::{self, Article, Record, region, vocabulary};
@@ -41,19 +42,24 @@ async fn load(spec: &str) -> anyhow::Result<Page> {
     let opts = FetchOptions::default();
     let client = source::http_client(&opts)?;
     let raw = source::load(spec, &client, &opts).await?;
+    let name = spec.to_owned();
     tokio::task::spawn_blocking(move || {
         let decoded = raw.decode();
-        let dom = Dom::parse(&decoded.text);
+        let budget = Budget::default_limits();
+        let dom = Dom::parse_within(&decoded.text, &budget);
+        budget
+            .check()
+            .with_context(|| format!("{name} cannot be read"))?;
         let (title, lang) = crate::hierarchy::title_and_lang(&dom);
-        Page {
+        Ok(Page {
             dom,
             url: raw.url.as_ref().map(ToString::to_string),
             title,
             lang,
-        }
+        })
     })
     .await
-    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))
+    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?
 }
 
 /// Runs the command, writing to `out`. Exit 1 ([`Outcome::Negative`])

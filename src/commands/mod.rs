@@ -15,6 +15,7 @@ pub mod xpath;
 
 use anyhow::Context;
 
+use crate::budget::PageLimits;
 use crate::hierarchy::Hierarchy;
 use crate::source::{self, FetchOptions};
 
@@ -42,7 +43,8 @@ pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
             return crate::document::read(&decoded.text)
                 .with_context(|| format!("{name} is not a readable saved hierarchy"));
         }
-        Ok(Hierarchy::from_html(&decoded.text, url.as_deref()))
+        Hierarchy::from_html_within(&decoded.text, url.as_deref(), PageLimits::default())
+            .with_context(|| format!("{name} cannot be read"))
     })
     .await
     .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?

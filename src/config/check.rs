@@ -15,9 +15,9 @@ use super::raw::{
 use super::tree::{self, DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,
-    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, NotifierConfig, OnChange, Scope,
-    Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch,
-    WebhookConfig,
+    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, NotifierConfig, OnChange,
+    PageLimits, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig,
+    Watch, WatchFetch, WebhookConfig,
 };
 use crate::schedule::{Schedule, parse_cron};
 use crate::store::Retention;
@@ -721,6 +721,10 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
                 "limits.host_spacing",
                 d.host_spacing,
             ),
+            page: match &l.page {
+                Some(p) => page_limits(&p.value, cx),
+                None => d.page,
+            },
         };
     }
     if let Some(a) = &raw.alerts {
@@ -1603,6 +1607,29 @@ fn threshold(
         notify,
         on_return: r.on_return.as_ref().is_none_or(|o| o.value),
     })
+}
+
+/// The page budget of `limits.page`.
+fn page_limits(p: &super::raw::RawPageLimits, cx: &mut Ctx) -> PageLimits {
+    let d = PageLimits::default();
+    PageLimits {
+        dom_nodes: cx.at_least_one(p.dom_nodes.as_ref(), "limits.page.dom_nodes", d.dom_nodes),
+        dom_bytes: cx.byte_size(p.dom_bytes.as_ref(), "limits.page.dom_bytes", d.dom_bytes),
+        cells: cx.at_least_one(p.cells.as_ref(), "limits.page.cells", d.cells),
+        nodes: cx.at_least_one(p.nodes.as_ref(), "limits.page.nodes", d.nodes),
+        text_bytes: cx.byte_size(
+            p.text_bytes.as_ref(),
+            "limits.page.text_bytes",
+            d.text_bytes,
+        ),
+        id_bytes: cx.byte_size(p.id_bytes.as_ref(), "limits.page.id_bytes", d.id_bytes),
+        cpu: cx.duration_min(
+            p.cpu.as_ref(),
+            "limits.page.cpu",
+            d.cpu,
+            Duration::from_millis(1),
+        ),
+    }
 }
 
 #[cfg(test)]

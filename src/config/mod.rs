@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use url::Url;
 
+pub use crate::budget::PageLimits;
 use crate::schedule::Schedule;
 use crate::store::Retention;
 
@@ -232,6 +233,8 @@ pub struct Limits {
     pub per_host: usize,
     /// Minimum time between request starts to one host (default 1s).
     pub host_spacing: Duration,
+    /// What one page may cost (`limits.page`).
+    pub page: PageLimits,
 }
 
 impl Default for Limits {
@@ -240,6 +243,7 @@ impl Default for Limits {
             concurrency: 16,
             per_host: 2,
             host_spacing: Duration::from_secs(1),
+            page: PageLimits::default(),
         }
     }
 }

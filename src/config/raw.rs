@@ -380,6 +380,33 @@ pub(crate) struct RawLimits {
     pub per_host: Option<Sp<usize>>,
     /// Minimum time between request starts to one host. Default: 1s.
     pub host_spacing: Option<Sp<String>>,
+    /// What one page may make semclip build and spend; a page over any of
+    /// these fails its check with the reason (see README, "Hostile pages").
+    pub page: Option<Sp<RawPageLimits>>,
+}
+
+/// Bounds on one page's output and CPU.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "PageLimits")]
+pub(crate) struct RawPageLimits {
+    /// DOM nodes the HTML parser may create, at least 1. Default: 500000.
+    pub dom_nodes: Option<Sp<u64>>,
+    /// Bytes of text and attribute values in the DOM. Default: 32 MiB.
+    pub dom_bytes: Option<Sp<ByteSize>>,
+    /// Table grid slots after rowspan/colspan expansion, all tables of the
+    /// page together, at least 1. Default: 250000.
+    pub cells: Option<Sp<u64>>,
+    /// Nodes of the semantic hierarchy, at least 1. Default: 500000.
+    pub nodes: Option<Sp<u64>>,
+    /// Bytes of labels, keys, column headers and texts in the hierarchy.
+    /// Default: 32 MiB.
+    pub text_bytes: Option<Sp<ByteSize>>,
+    /// Bytes of all node ids (XPaths) together. Default: 64 MiB.
+    pub id_bytes: Option<Sp<ByteSize>>,
+    /// CPU time of the page's work in one check (parse, hierarchy,
+    /// extraction, diff). Default: 10s.
+    pub cpu: Option<Sp<String>>,
 }
 
 /// Alert settings.

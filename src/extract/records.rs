@@ -964,8 +964,12 @@ fn relative_path(page: &Page<'_>, root: u32, i: u32) -> String {
 /// linked text, `price` for a key whose texts mostly look like prices,
 /// `image` for the first image key, then `f1`, `f2` ... in order of first
 /// appearance.
+///
+/// Linear in the number of fields (sets and maps, no list searches): a
+/// table row of 100,000 cells is one record of 100,000 keys.
 fn name_fields(records: &[Vec<RawField>]) -> FxHashMap<String, String> {
     let mut order: Vec<&str> = Vec::new();
+    let mut position: FxHashMap<&str, usize> = FxHashMap::default();
     let mut first_link: FxHashMap<&str, usize> = FxHashMap::default();
     let mut price: FxHashMap<&str, (usize, usize)> = FxHashMap::default();
     let mut images: Vec<&str> = Vec::new();
@@ -977,10 +981,11 @@ fn name_fields(records: &[Vec<RawField>]) -> FxHashMap<String, String> {
             *first_link.entry(&f.key).or_insert(0) += 1;
         }
         for f in fields {
-            if !order.contains(&f.key.as_str()) {
+            if !position.contains_key(f.key.as_str()) {
+                position.insert(&f.key, order.len());
                 order.push(&f.key);
             }
-            if f.is_img && !images.contains(&f.key.as_str()) {
+            if f.is_img && images.is_empty() {
                 images.push(&f.key);
             }
             let p = price.entry(&f.key).or_insert((0, 0));
@@ -993,7 +998,7 @@ fn name_fields(records: &[Vec<RawField>]) -> FxHashMap<String, String> {
     let mut names: FxHashMap<String, String> = FxHashMap::default();
     let title = first_link
         .iter()
-        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(order.iter().position(|o| o == *k))))
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(position.get(**k).copied())))
         .filter(|(_, n)| **n * 2 >= records.len())
         .map(|(k, _)| *k);
     if let Some(t) = title {

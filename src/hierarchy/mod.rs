@@ -33,6 +33,7 @@ use std::collections::HashSet;
 
 pub use classes::{TAG_CLASSES, TagClass, class_of, role_class};
 
+use crate::budget::{Budget, Exceeded, PageLimits};
 use crate::dom::{DOCUMENT, Dom, NodeData, NodeId};
 use crate::number::{DecimalStyle, decimal_style_for_lang, parse_number};
 use text::{InlineText, normalize, normalize_pre, word_count};
@@ -208,9 +209,25 @@ pub struct Hierarchy {
 }
 
 impl Hierarchy {
-    /// Builds the hierarchy of an HTML page (decoded text).
+    /// Builds the hierarchy of an HTML page (decoded text), its size
+    /// unbounded: for pages semclip made or tests hold.
     pub fn from_html(html: &str, url: Option<&str>) -> Hierarchy {
         build(&Dom::parse(html), url)
+    }
+
+    /// Builds the hierarchy of a page from outside within `limits`, or
+    /// says which bound the page went over (see [`crate::budget`]).
+    pub fn from_html_within(
+        html: &str,
+        url: Option<&str>,
+        limits: PageLimits,
+    ) -> Result<Hierarchy, Exceeded> {
+        let budget = Budget::new(limits);
+        let dom = Dom::parse_within(html, &budget);
+        budget.check()?;
+        let h = build_within(&dom, url, &budget);
+        budget.check()?;
+        Ok(h)
     }
 
     /// Total number of nodes, the root included.
@@ -219,11 +236,18 @@ impl Hierarchy {
     }
 }
 
-/// Builds the hierarchy of a parsed page.
+/// Builds the hierarchy of a parsed page, its size unbounded.
 pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
+    build_within(dom, url, &Budget::new(PageLimits::unlimited()))
+}
+
+/// Builds the hierarchy of a parsed page, charging its cells, nodes, text
+/// and ids to `budget`. Once the budget is exceeded the result is cut
+/// short and is not the page: the caller must check the budget and fail.
+pub fn build_within(dom: &Dom, url: Option<&str>, budget: &Budget) -> Hierarchy {
     let head = Head::read(dom);
     let style = decimal_style_for_lang(head.lang.as_deref());
-    let mut b = Builder::new(dom, style);
+    let mut b = Builder::new(dom, style, budget);
     let body = dom.child_element(DOCUMENT, "html").and_then(|html| {
         dom.child_element(html, "body")
             .or(dom.child_element(html, "frameset"))
@@ -239,15 +263,49 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
         b.collect(body, &mut c);
         children.extend(b.assemble(c.finish()));
     }
+    finish(head.title, head.lang, url, children, budget)
+}
+
+/// Caps the depth, charges the nodes and assigns the ids.
+fn finish(
+    title: Option<String>,
+    lang: Option<String>,
+    url: Option<&str>,
+    mut children: Vec<HNode>,
+    budget: &Budget,
+) -> Hierarchy {
     cap_depth(&mut children, 1);
     let mut h = Hierarchy {
-        title: head.title,
+        title,
         url: url.map(str::to_owned),
-        lang: head.lang,
+        lang,
         children,
     };
-    assign_ids(&mut h);
+    let (nodes, bytes) = weigh(&h.children);
+    if budget.settle_nodes(nodes, bytes) {
+        assign_ids_within(&mut h, budget);
+    }
+    budget.cpu_now();
     h
+}
+
+/// Nodes and text bytes (labels, keys, column headers, texts, numbers and
+/// attributes) of `nodes` and their subtrees.
+pub(crate) fn weigh(nodes: &[HNode]) -> (u64, u64) {
+    let mut count = 0u64;
+    let mut bytes = 0u64;
+    let mut stack: Vec<&HNode> = nodes.iter().collect();
+    while let Some(n) = stack.pop() {
+        count += 1;
+        let own = [&n.label, &n.key, &n.col, &n.text, &n.num]
+            .iter()
+            .map(|s| s.as_ref().map_or(0, String::len))
+            .sum::<usize>()
+            + n.attrs.iter().map(|(_, v)| v.len()).sum::<usize>();
+        bytes += own as u64;
+        stack.extend(&n.children);
+    }
+    (count, bytes)
 }
 
 /// The hierarchy of only the parts of a page under `roots` (DOM
@@ -256,24 +314,26 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
 /// page's title and language are kept; the keywords are not (they are not
 /// in the data regions).
 pub fn build_parts(dom: &Dom, url: Option<&str>, roots: &[NodeId]) -> Hierarchy {
+    build_parts_within(dom, url, roots, &Budget::new(PageLimits::unlimited()))
+}
+
+/// [`build_parts`] charging `budget` (see [`build_within`]).
+pub fn build_parts_within(
+    dom: &Dom,
+    url: Option<&str>,
+    roots: &[NodeId],
+    budget: &Budget,
+) -> Hierarchy {
     let head = Head::read(dom);
     let style = decimal_style_for_lang(head.lang.as_deref());
-    let mut b = Builder::new(dom, style);
+    let mut b = Builder::new(dom, style, budget);
     let mut children = Vec::new();
     for &root in roots {
         let mut c = Collector::default();
         b.element(root, &mut c);
         children.extend(b.assemble(c.finish()));
     }
-    cap_depth(&mut children, 1);
-    let mut h = Hierarchy {
-        title: head.title,
-        url: url.map(str::to_owned),
-        lang: head.lang,
-        children,
-    };
-    assign_ids(&mut h);
-    h
+    finish(head.title, head.lang, url, children, budget)
 }
 
 /// The page's `<title>` and language, as the hierarchy's root reads them,
@@ -397,6 +457,8 @@ impl Collector {
 
 struct Builder<'a> {
     dom: &'a Dom,
+    /// What the page may cost.
+    budget: &'a Budget,
     /// [`TagClass`] of every node by id (non-elements are `Drop`).
     classes: Vec<TagClass>,
     style: DecimalStyle,
@@ -407,9 +469,10 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// The class of element `id`, roles and hiding considered.
-    fn new(dom: &'a Dom, style: DecimalStyle) -> Builder<'a> {
+    fn new(dom: &'a Dom, style: DecimalStyle, budget: &'a Budget) -> Builder<'a> {
         Builder {
             dom,
+            budget,
             classes: Builder::classify_all(dom),
             style,
             consumed: HashSet::new(),
@@ -511,6 +574,9 @@ impl<'a> Builder<'a> {
         self.depth += 1;
         let dom = self.dom;
         for child in dom.children(id) {
+            if !self.budget.tick() {
+                break;
+            }
             match &dom.node(child).data {
                 NodeData::Text(t) => c.inline.push_str(t),
                 NodeData::Element(_) => self.element(child, c),
@@ -976,13 +1042,60 @@ fn cap_depth(nodes: &mut [HNode], depth: usize) {
 
 /// Fills every node's `xpath`: label predicates where a node's identifying
 /// attribute is unique among same-named siblings, positions otherwise.
+///
+/// An identifying value longer than [`MAX_ID_LABEL_CHARS`] characters
+/// appears in ids only by its first [`MAX_ID_LABEL_CHARS`] characters, as
+/// `[starts-with(@label, '...')]` (with an ordinal among the siblings that
+/// share that prefix when more than one does), so that a long heading is
+/// not copied whole into the id of every node below it.
 pub fn assign_ids(h: &mut Hierarchy) {
-    assign_children("/page", &mut h.children);
+    assign_ids_within(h, &Budget::new(PageLimits::unlimited()));
 }
 
-fn assign_children(parent: &str, children: &mut [HNode]) {
+/// [`assign_ids`] charging the ids' bytes to `budget`; stops (leaving the
+/// remaining ids empty) once it is exceeded.
+pub fn assign_ids_within(h: &mut Hierarchy, budget: &Budget) {
+    assign_children("/page", &mut h.children, budget);
+}
+
+/// Characters of an identifying value that ids quote in full.
+pub const MAX_ID_LABEL_CHARS: usize = 200;
+
+/// How a value is quoted in ids: whole, or by its first
+/// [`MAX_ID_LABEL_CHARS`] characters (`true`).
+fn id_value(v: &str) -> (&str, bool) {
+    match v.char_indices().nth(MAX_ID_LABEL_CHARS) {
+        Some((end, _)) => (&v[..end], true),
+        None => (v, false),
+    }
+}
+
+/// A node's kind, identifying value (whole or quoted prefix) and whether
+/// it is a prefix.
+type IdKey<'a> = (Kind, &'a str, bool);
+
+/// The siblings a node's id predicate selects, as a key: exact value
+/// (`[@label='v']`, `false`) or quoted prefix (`[starts-with(...)]`,
+/// `true`). Beside its own key, a value of exactly
+/// [`MAX_ID_LABEL_CHARS`] characters is also selected by the prefix
+/// predicate of longer values that start with it.
+fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
+    let Some((_, v)) = c.ident() else {
+        return (None, None);
+    };
+    let (quoted, cut) = id_value(v);
+    if cut {
+        (Some((c.kind, quoted, true)), None)
+    } else if v.chars().count() == MAX_ID_LABEL_CHARS {
+        (Some((c.kind, v, false)), Some((c.kind, v, true)))
+    } else {
+        (Some((c.kind, v, false)), None)
+    }
+}
+
+fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
     use std::collections::HashMap;
-    // Per child: how many siblings share its (name, ident), and its
+    // Per child: how many siblings its id predicate selects, and its
     // ordinal among them; and its position among same-named siblings.
     let n = children.len();
     let mut totals = vec![0usize; n];
@@ -991,13 +1104,13 @@ fn assign_children(parent: &str, children: &mut [HNode]) {
     if n <= 16 {
         // Small sibling lists (most of them): quadratic but allocation-free.
         for i in 0..n {
-            let ki = sibling_key(&children[i]);
+            let (own, _) = id_keys(&children[i]);
             for (j, other) in children.iter().enumerate() {
-                let kj = sibling_key(other);
-                if ki.0 == kj.0 && j < i {
+                if other.kind == children[i].kind && j < i {
                     positions[i] += 1;
                 }
-                if ki.1.is_some() && ki == kj {
+                let (other_own, other_also) = id_keys(other);
+                if own.is_some() && (other_own == own || other_also == own) {
                     totals[i] += 1;
                     if j < i {
                         ordinals[i] += 1;
@@ -1006,23 +1119,28 @@ fn assign_children(parent: &str, children: &mut [HNode]) {
             }
         }
     } else {
-        let mut by_ident: HashMap<(Kind, &str), usize> = HashMap::new();
-        for c in children.iter() {
-            if let Some((_, v)) = c.ident() {
-                *by_ident.entry((c.kind, v)).or_default() += 1;
+        let keys: Vec<_> = children.iter().map(id_keys).collect();
+        let mut by_key: HashMap<IdKey<'_>, usize> = HashMap::new();
+        for (own, also) in &keys {
+            for k in own.iter().chain(also) {
+                *by_key.entry(*k).or_default() += 1;
             }
         }
         let mut seen_kind: HashMap<Kind, usize> = HashMap::new();
-        let mut seen_ident: HashMap<(Kind, &str), usize> = HashMap::new();
+        let mut seen_key: HashMap<IdKey<'_>, usize> = HashMap::new();
         for (i, c) in children.iter().enumerate() {
             let p = seen_kind.entry(c.kind).or_default();
             positions[i] = *p;
             *p += 1;
-            if let Some((_, v)) = c.ident() {
-                totals[i] = by_ident.get(&(c.kind, v)).copied().unwrap_or(1);
-                let o = seen_ident.entry((c.kind, v)).or_default();
+            let (own, also) = keys[i];
+            if let Some(k) = own {
+                totals[i] = by_key.get(&k).copied().unwrap_or(1);
+                let o = seen_key.entry(k).or_default();
                 ordinals[i] = *o;
                 *o += 1;
+            }
+            if let Some(k) = also {
+                *seen_key.entry(k).or_default() += 1;
             }
         }
     }
@@ -1034,11 +1152,20 @@ fn assign_children(parent: &str, children: &mut [HNode]) {
         id.push_str(name);
         match c.ident() {
             Some((attr, v)) => {
-                id.push_str("[@");
-                id.push_str(attr);
-                id.push('=');
-                push_xpath_literal(&mut id, v);
-                id.push(']');
+                let (quoted, cut) = id_value(v);
+                if cut {
+                    id.push_str("[starts-with(@");
+                    id.push_str(attr);
+                    id.push_str(", ");
+                    push_xpath_literal(&mut id, quoted);
+                    id.push_str(")]");
+                } else {
+                    id.push_str("[@");
+                    id.push_str(attr);
+                    id.push('=');
+                    push_xpath_literal(&mut id, v);
+                    id.push(']');
+                }
                 if totals[i] > 1 {
                     id.push('[');
                     id.push_str(&(ordinals[i] + 1).to_string());
@@ -1051,7 +1178,10 @@ fn assign_children(parent: &str, children: &mut [HNode]) {
                 id.push(']');
             }
         }
-        assign_children(&id, &mut c.children);
+        if !budget.ids(id.len() as u64) {
+            return;
+        }
+        assign_children(&id, &mut c.children, budget);
         c.xpath = id;
     }
 }
@@ -1062,10 +1192,6 @@ pub fn xpath_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     push_xpath_literal(&mut out, s);
     out
-}
-
-fn sibling_key(c: &HNode) -> (Kind, Option<&str>) {
-    (c.kind, c.ident().map(|(_, v)| v))
 }
 
 fn push_xpath_literal(out: &mut String, s: &str) {
@@ -1096,6 +1222,7 @@ fn push_xpath_literal(out: &mut String, s: &str) {
 pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
     let dom = Dom::parse(html);
     let head = Head::read(&dom);
-    let mut b = Builder::new(&dom, decimal_style_for_lang(head.lang.as_deref()));
+    let budget = Budget::new(PageLimits::unlimited());
+    let mut b = Builder::new(&dom, decimal_style_for_lang(head.lang.as_deref()), &budget);
     table::pseudo_tables(&mut b, DOCUMENT)
 }

@@ -21,12 +21,16 @@
 //!   heading or more than [`LAYOUT_CELL_WORDS`] words, or a first row
 //!   holding nested tables or lists. Their cells are read as blocks.
 //!
-//! Spans are capped at [`MAX_SPAN`] and a table at [`MAX_SLOTS`] grid slots,
-//! so a hostile `colspan` cannot blow up memory.
+//! Spans are capped at [`MAX_SPAN`] and a table at [`MAX_SLOTS`] grid slots;
+//! what bounds a hostile page is its [`Budget`]: every grid slot of every
+//! table of the page, and every copy a span makes of a cell's content, is
+//! charged before it is made (many small tables add up, a per-table cap
+//! alone does not bound the page).
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Builder, HNode, Kind, TagClass, text_content, wrap_node};
+use super::{Builder, HNode, Kind, TagClass, text_content, weigh, wrap_node};
+use crate::budget::Budget;
 use crate::dom::{NodeData, NodeId};
 use crate::hierarchy::text::normalize;
 use crate::number::parse_number;
@@ -309,8 +313,9 @@ fn layout_cell(b: &Builder, cell: NodeId) -> bool {
     layout
 }
 
-/// Places cells on the grid, resolving spans (§1.4).
-fn place(rows: &[RowSpec]) -> Vec<Vec<Option<Slot>>> {
+/// Places cells on the grid, resolving spans (§1.4). Every slot is charged
+/// to `budget`; once it is exceeded no further cell is placed.
+fn place(rows: &[RowSpec], budget: &Budget) -> Vec<Vec<Option<Slot>>> {
     let mut grid: Vec<Vec<Option<Slot>>> = Vec::new();
     let mut slots = 0usize;
     let n_rows = rows.len();
@@ -333,6 +338,9 @@ fn place(rows: &[RowSpec]) -> Vec<Vec<Option<Slot>>> {
             if slots.saturating_add(rowspan.saturating_mul(colspan)) > MAX_SLOTS {
                 rowspan = 1;
                 colspan = 1;
+            }
+            if !budget.cells((rowspan * colspan) as u64) {
+                return grid;
             }
             for dy in 0..rowspan {
                 let y = r + dy;
@@ -415,7 +423,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
             });
         }
     }
-    let mut grid = place(&spec.rows);
+    let mut grid = place(&spec.rows, b.budget);
     let slot_text_empty = |s: &Option<Slot>| {
         s.is_none_or(|s| s.blank || cells[s.cell].plain.as_deref().is_some_and(str::is_empty))
     };
@@ -539,6 +547,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
     }
     let mut cells = cells;
+    let weights: Vec<(u64, u64)> = cells.iter().map(|c| weigh(&c.nodes)).collect();
     let mut rows: Vec<HNode> = Vec::new();
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
@@ -554,6 +563,12 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
                 break;
             }
             uses[slot.cell] -= 1;
+            // Spans replicate a cell's content and every cell copies its
+            // column header: charge the copies before they are made.
+            let (n_nodes, n_bytes) = weights[slot.cell];
+            if !b.budget.nodes(n_nodes + 1, n_bytes + cols[j].len() as u64) {
+                break;
+            }
             let nodes = if uses[slot.cell] == 0 {
                 std::mem::take(&mut cells[slot.cell].nodes)
             } else {
@@ -596,22 +611,30 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
 
 /// Makes the non-empty strings of `v` unique: the second `x` becomes
 /// `x #2`, the third `x #3` (skipping any that already exist).
+///
+/// Near-linear whatever the input: the search for a free `x #k` resumes
+/// where the previous search for `x` stopped (a suffix found taken stays
+/// taken), so keys built to collide with the suffixes (`x`, `x #2`, `x #3`,
+/// ..., then `x` again many times) cost one probe per suffix in all, not
+/// one per suffix per duplicate.
 pub(crate) fn make_unique(v: &mut [String]) {
     let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    // Per value: how often it was seen, and the next suffix to try.
+    let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
     for s in v.iter_mut() {
         if s.is_empty() {
             continue;
         }
-        let n = seen.entry(s.clone()).or_insert(0);
-        *n += 1;
-        if *n > 1 {
-            let mut k = *n;
+        let (count, next) = seen.entry(s.clone()).or_insert((0, 2));
+        *count += 1;
+        if *count > 1 {
+            let mut k = (*next).max(*count);
             let mut candidate = format!("{s} #{k}");
             while taken.contains(&candidate) {
                 k += 1;
                 candidate = format!("{s} #{k}");
             }
+            *next = k + 1;
             taken.insert(candidate.clone());
             *s = candidate;
         }

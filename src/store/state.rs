@@ -49,6 +49,10 @@ pub struct WatchStatus {
     /// hash and the threshold settings): when it matches, an unchanged page
     /// needs no evaluation.
     pub evaluated: Option<String>,
+    /// The hash of the last page body refused for going over the page
+    /// budget (see [`crate::budget`]): the same bytes again are refused
+    /// without being parsed.
+    pub rejected_body: Option<String>,
 }
 
 /// The state of one threshold, as the store keeps it.
@@ -161,7 +165,7 @@ fn millis_of(d: Duration) -> i64 {
 }
 
 const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
-     failures, failing_alerted, last_error, evaluated";
+     failures, failing_alerted, last_error, evaluated, rejected_body";
 
 type StatusRow = (
     String,
@@ -172,6 +176,7 @@ type StatusRow = (
     Option<i64>,
     i64,
     bool,
+    Option<String>,
     Option<String>,
     Option<String>,
 );
@@ -188,6 +193,7 @@ fn status_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StatusRow> {
         row.get(7)?,
         row.get(8)?,
         row.get(9)?,
+        row.get(10)?,
     ))
 }
 
@@ -203,6 +209,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         alerted,
         e,
         ev,
+        rejected,
     ) = row;
     let corrupt = |source| StoreError::CorruptWatch {
         watch: watch.clone(),
@@ -218,6 +225,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         last_modified,
         last_error: e,
         evaluated: ev,
+        rejected_body: rejected,
         watch,
     })
 }
@@ -228,7 +236,7 @@ fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
     let last_success = opt_millis(s.last_success)?;
     tx.prepare_cached(&format!(
         "INSERT OR REPLACE INTO watch_status ({STATUS_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -241,7 +249,8 @@ fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
             i64::from(s.failures),
             s.failing_alerted,
             s.last_error,
-            s.evaluated
+            s.evaluated,
+            s.rejected_body
         ])
     })
     .map_err(|source| watch_error(&s.watch, "write the status of", source))?;

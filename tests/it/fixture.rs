@@ -5,7 +5,8 @@
 //!   with an `ETag` over the body and `304` for a matching `If-None-Match`;
 //! - hostile pages: `/silent` (never answers), `/trickle` (a byte a second),
 //!   `/huge` (50 MB), `/bomb` (a gzip bomb), `/loop` (a redirect loop),
-//!   `/error` (500), `/bad-utf8` (invalid UTF-8 in a page declaring UTF-8).
+//!   `/error` (500), `/bad-utf8` (invalid UTF-8 in a page declaring UTF-8),
+//!   and the page shapes of [`crate::hostile::shapes`] by name.
 //!
 //! Every request is logged with its `If-None-Match`.
 
@@ -258,7 +259,21 @@ async fn hostile(
             );
             response
         }
-        _ => StatusCode::NOT_FOUND.into_response(),
+        other => match crate::hostile::shapes()
+            .into_iter()
+            .find(|(n, _)| *n == other)
+        {
+            // The hostile page shapes (`/span-bomb`, `/misnested-formatting` ...).
+            Some((_, page)) => {
+                let mut response = Response::new(Body::from(page));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                response
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
+        },
     };
     log(&state, &path, &headers, response.status().as_u16());
     response
