@@ -2,8 +2,10 @@
 //! default page budget -> XML, which must be well-formed and re-parse, with
 //! every id selecting its element. A page over its budget must say so, and
 //! the budget must hold: the fuzzer's own memory and time limits catch an
-//! amplification that escapes it. Seeds: `fuzz/corpus/hierarchy/`, with
-//! the hostile shapes written by `cargo run --example hostile_corpus`.
+//! amplification that escapes it. Seeds: `fuzz/seeds/hierarchy/` (the
+//! hostile shapes written by `cargo run --example hostile_corpus`); run
+//! with `cargo fuzz run hierarchy fuzz/corpus/hierarchy fuzz/seeds/hierarchy`
+//! (the first folder is the fuzzer's own, not kept in git).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

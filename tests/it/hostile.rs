@@ -210,7 +210,7 @@ fn extracting_records_from_a_very_wide_table_is_near_linear() {
 fn the_fuzz_seeds_are_the_generators_small_shapes() {
     for (name, page) in seeds() {
         let path = root()
-            .join("fuzz/corpus/hierarchy")
+            .join("fuzz/seeds/hierarchy")
             .join(format!("hostile-{name}.html"));
         let shipped = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
