@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::budget::{Budget, Exceeded};
+use crate::budget::{Budget, Exceeded, PageLimits};
 use crate::commands::diff::text_line;
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
@@ -187,9 +187,14 @@ pub fn backed_off(now: SystemTime, next: SystemTime, failures: u32) -> SystemTim
     (now + delay).max(next)
 }
 
-/// The hash by which a refused body is recognised again.
-fn body_hash(bytes: &[u8]) -> String {
-    blake3::hash(bytes).to_hex()[..32].to_owned()
+/// The hash by which a refused body is recognised again: its bytes, the
+/// page budget and the watch's settings (raising `limits.page` or changing
+/// what the watch builds gives the page a new chance).
+fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(bytes);
+    hasher.update(format!("\n{limits:?}\n{watch:?}").as_bytes());
+    hasher.finalize().to_hex()[..32].to_owned()
 }
 
 /// Runs one check of `watch` at `now`. `next_run` is stored as the watch's
@@ -259,7 +264,7 @@ pub async fn check(
                         etag,
                         last_modified,
                     }) => {
-                        let body = body_hash(&page.bytes);
+                        let body = body_hash(&page.bytes, &page_limits, &watch);
                         let budget = Budget::new(page_limits);
                         let built = if work.status.rejected_body.as_deref() == Some(&body) {
                             Err(Rejected::Again)
@@ -796,4 +801,30 @@ pub fn change_line(c: &Change) -> ChangeLine {
 /// Whether a report's page outcome is a failure.
 pub fn failed(report: &CheckReport) -> bool {
     matches!(report.outcome, PageOutcome::Failed(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_page_backs_off_doubling_up_to_the_cap_never_before_its_run() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let minute = Duration::from_secs(60);
+        let next = now + minute;
+        let delays: Vec<Duration> = (1..=4)
+            .map(|f| {
+                backed_off(now, next, f)
+                    .duration_since(now)
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(delays, [minute, minute * 2, minute * 4, minute * 8]);
+        assert_eq!(backed_off(now, next, 60), now + MAX_BACKOFF);
+        // A schedule longer than the cap is never shortened.
+        let daily = now + Duration::from_secs(86_400);
+        assert_eq!(backed_off(now, daily, 9), daily);
+        // A run already due waits at least a second.
+        assert_eq!(backed_off(now, now, 1), now + Duration::from_secs(1));
+    }
 }
