@@ -29,7 +29,7 @@ use crate::layout::{self, LayoutState, WatchPage};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::output::{XmlOptions, to_xml};
 use crate::refresh::{self, Prepared};
-use crate::source::FetchOptions;
+use crate::source::{FetchOptions, RawPage};
 use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
 use crate::template::cluster::TemplateSet;
 use crate::threshold::{self, Bounds, Level, Reading, Transition};
@@ -187,13 +187,31 @@ pub fn backed_off(now: SystemTime, next: SystemTime, failures: u32) -> SystemTim
     (now + delay).max(next)
 }
 
-/// The hash by which a refused body is recognised again: its bytes, the
+/// True when `body` is the body of the stored snapshot, fetched again with
+/// the same settings: the check can skip decoding, parsing and diffing (as
+/// changedetection.io skips identical bytes). A watch with a learned
+/// template always rebuilds, since `semclip learn` may have changed the
+/// template behind the same name.
+fn same_bytes(status: &WatchStatus, body: &str, watch: &Watch, current: Option<&str>) -> bool {
+    current.is_some()
+        && watch.layout.template.is_none()
+        && status.body_hash.as_deref() == Some(body)
+}
+
+/// The hash by which a body is recognised again: its bytes, the
 /// page budget and the watch's settings (raising `limits.page` or changing
 /// what the watch builds gives the page a new chance).
 fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(bytes);
-    hasher.update(format!("\n{limits:?}\n{watch:?}").as_bytes());
+    hasher.update(
+        format!(
+            "\n{}\n{}\n{limits:?}\n{watch:?}",
+            env!("CARGO_PKG_VERSION"),
+            crate::VOCABULARY_VERSION
+        )
+        .as_bytes(),
+    );
     hasher.finalize().to_hex()[..32].to_owned()
 }
 
@@ -264,72 +282,18 @@ pub async fn check(
                         etag,
                         last_modified,
                     }) => {
-                        let body = body_hash(&page.bytes, &page_limits, &watch);
-                        let budget = Budget::new(page_limits);
-                        let built = if work.status.rejected_body.as_deref() == Some(&body) {
-                            Err(Rejected::Again)
-                        } else {
-                            let decoded = page.decode();
-                            let url = page.url.as_ref().map(ToString::to_string);
-                            let previous = previous_layout(store, &watch.id);
-                            let mut templates = watch
-                                .layout
-                                .template
-                                .as_deref()
-                                .and_then(|name| template_set(store, &watch.id, name));
-                            layout::build_page(
-                                &decoded.text,
-                                url.as_deref(),
-                                &watch,
-                                &previous,
-                                templates.as_mut(),
-                                &budget,
-                            )
-                            .map(|page| (page, previous))
-                            .map_err(Rejected::Now)
+                        let fetched = FetchedPage {
+                            page: &page,
+                            etag,
+                            last_modified,
+                            current_hash: current_hash.as_deref(),
+                            limits: page_limits,
+                            next_run,
+                            alert_after,
                         };
-                        match built {
-                            Err(rejected) => {
-                                let message = match rejected {
-                                    Rejected::Now(exceeded) => exceeded.to_string(),
-                                    Rejected::Again => format!(
-                                        "{} (the same bytes as the page refused before: not parsed again)",
-                                        work.status
-                                            .last_error
-                                            .as_deref()
-                                            .and_then(|e| e.split(" (the same bytes").next())
-                                            .unwrap_or("page too large")
-                                    ),
-                                };
-                                work.failed(&message, alert_after);
-                                work.status.rejected_body = Some(body);
-                                moved_run = next_run.map(|next| {
-                                    backed_off(now, next, work.status.failures)
-                                });
-                                work.status.next_run = moved_run.or(work.status.next_run);
-                                (PageOutcome::Failed(message), None)
-                            }
-                            Ok((page, previous)) => {
-                        work.status.rejected_body = None;
-                        let h = &page.hierarchy;
-                        match refresh::prepare(store, &watch.id, h, &watch.ignore) {
-                            Err(error) => {
-                                let message = error_chain(&error);
-                                work.failed(&message, alert_after);
-                                (PageOutcome::Failed(message), None)
-                            }
-                            Ok(prepared) => {
-                                work.succeeded();
-                                work.status.etag = etag;
-                                work.status.last_modified = last_modified;
-                                let outcome =
-                                    work.page(store, h, &prepared, current_hash.is_none())?;
-                                work.layout(&previous, &page, &prepared);
-                                (outcome, Some(prepared))
-                            }
-                        }
-                            }
-                        }
+                        let (outcome, snapshot, moved) = work.fetched_page(store, fetched)?;
+                        moved_run = moved;
+                        (outcome, snapshot)
                     }
                 };
                 let CheckState { thresholds, .. } = &work.state;
@@ -352,8 +316,10 @@ pub async fn check(
                         // The results could not be kept (a snapshot over the
                         // store's limit, a full disk): the check failed, and
                         // that must reach the watch's status and alerts.
-                        let message =
-                            format!("the check's results could not be stored: {}", error_chain(&error));
+                        let message = format!(
+                            "the check's results could not be stored: {}",
+                            error_chain(&error)
+                        );
                         let mut failed = Work {
                             watch: &watch,
                             now,
@@ -542,7 +508,110 @@ struct Work<'a> {
     state: CheckState,
 }
 
+/// A page fetched for a check, with what its processing needs.
+struct FetchedPage<'p> {
+    page: &'p RawPage,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    /// The content hash of the stored snapshot.
+    current_hash: Option<&'p str>,
+    limits: PageLimits,
+    /// The run after this one, as the schedule has it.
+    next_run: Option<SystemTime>,
+    alert_after: u32,
+}
+
+/// What a fetched page came to: the outcome, the snapshot to store, and
+/// the next run when the check moved it.
+type PageResult = (PageOutcome, Option<Prepared>, Option<SystemTime>);
+
 impl Work<'_> {
+    /// A fetched page: skipped when it is the bytes of the stored
+    /// snapshot, refused when it goes over its budget (or is the bytes
+    /// refused before), otherwise built, compared and its layout judged.
+    fn fetched_page(
+        &mut self,
+        store: &Store,
+        f: FetchedPage<'_>,
+    ) -> Result<PageResult, StoreError> {
+        let watch = self.watch;
+        let body = body_hash(&f.page.bytes, &f.limits, watch);
+        if same_bytes(&self.status, &body, watch, f.current_hash) {
+            // The bytes that made the stored snapshot, with the same
+            // settings: nothing to parse or diff.
+            tracing::debug!(watch = %watch.id, "the bytes of the stored snapshot: not parsed");
+            self.succeeded();
+            self.status.etag = f.etag;
+            self.status.last_modified = f.last_modified;
+            self.evaluate_stored(store, f.current_hash)?;
+            return Ok((PageOutcome::Unchanged, None, None));
+        }
+        let budget = Budget::new(f.limits);
+        let built = if self.status.rejected_body.as_deref() == Some(&body) {
+            Err(Rejected::Again)
+        } else {
+            let decoded = f.page.decode();
+            let url = f.page.url.as_ref().map(ToString::to_string);
+            let previous = previous_layout(store, &watch.id);
+            let mut templates = watch
+                .layout
+                .template
+                .as_deref()
+                .and_then(|name| template_set(store, &watch.id, name));
+            layout::build_page(
+                &decoded.text,
+                url.as_deref(),
+                watch,
+                &previous,
+                templates.as_mut(),
+                &budget,
+            )
+            .map(|page| (page, previous))
+            .map_err(Rejected::Now)
+        };
+        let (page, previous) = match built {
+            Ok(built) => built,
+            Err(rejected) => {
+                let message = match rejected {
+                    Rejected::Now(exceeded) => exceeded.to_string(),
+                    Rejected::Again => format!(
+                        "{} (the same bytes as the page refused before: not parsed again)",
+                        self.status
+                            .last_error
+                            .as_deref()
+                            .and_then(|e| e.split(" (the same bytes").next())
+                            .unwrap_or("page too large")
+                    ),
+                };
+                self.failed(&message, f.alert_after);
+                self.status.rejected_body = Some(body);
+                let moved = f
+                    .next_run
+                    .map(|next| backed_off(self.now, next, self.status.failures));
+                self.status.next_run = moved.or(self.status.next_run);
+                return Ok((PageOutcome::Failed(message), None, moved));
+            }
+        };
+        self.status.rejected_body = None;
+        let h = &page.hierarchy;
+        match refresh::prepare(store, &watch.id, h, &watch.ignore) {
+            Err(error) => {
+                let message = error_chain(&error);
+                self.failed(&message, f.alert_after);
+                Ok((PageOutcome::Failed(message), None, None))
+            }
+            Ok(prepared) => {
+                self.succeeded();
+                self.status.etag = f.etag;
+                self.status.last_modified = f.last_modified;
+                self.status.body_hash = Some(body);
+                let outcome = self.page(store, h, &prepared, f.current_hash.is_none())?;
+                self.layout(&previous, &page, &prepared);
+                Ok((outcome, Some(prepared), None))
+            }
+        }
+    }
+
     fn alert(&self, kind: AlertKind, summary: String) -> Alert {
         Alert {
             id: alert_id(self.now),

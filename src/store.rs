@@ -218,9 +218,11 @@ const MIGRATIONS: &[&str] = &[
         pages      INTEGER NOT NULL,
         body       TEXT NOT NULL
     ) STRICT;",
-    // 5: the hash of a page body that was rejected for going over its page
-    // budget, so that the same bytes are refused again without parsing.
-    "ALTER TABLE watch_status ADD COLUMN rejected_body TEXT;",
+    // 5: hashes of page bodies: the one the current snapshot was built from
+    // (the same bytes again are not parsed), and the one refused for going
+    // over its page budget (refused again without parsing).
+    "ALTER TABLE watch_status ADD COLUMN body_hash TEXT;
+    ALTER TABLE watch_status ADD COLUMN rejected_body TEXT;",
 ];
 
 // Each migration raises the version by one.

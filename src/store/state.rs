@@ -49,6 +49,10 @@ pub struct WatchStatus {
     /// hash and the threshold settings): when it matches, an unchanged page
     /// needs no evaluation.
     pub evaluated: Option<String>,
+    /// The hash of the page body (with the settings it was built with)
+    /// that the current snapshot was built from: the same bytes again
+    /// are not parsed.
+    pub body_hash: Option<String>,
     /// The hash of the last page body refused for going over the page
     /// budget (see [`crate::budget`]): the same bytes again are refused
     /// without being parsed.
@@ -165,7 +169,7 @@ fn millis_of(d: Duration) -> i64 {
 }
 
 const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
-     failures, failing_alerted, last_error, evaluated, rejected_body";
+     failures, failing_alerted, last_error, evaluated, body_hash, rejected_body";
 
 type StatusRow = (
     String,
@@ -176,6 +180,7 @@ type StatusRow = (
     Option<i64>,
     i64,
     bool,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -194,6 +199,7 @@ fn status_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StatusRow> {
         row.get(8)?,
         row.get(9)?,
         row.get(10)?,
+        row.get(11)?,
     ))
 }
 
@@ -209,6 +215,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         alerted,
         e,
         ev,
+        body,
         rejected,
     ) = row;
     let corrupt = |source| StoreError::CorruptWatch {
@@ -225,6 +232,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         last_modified,
         last_error: e,
         evaluated: ev,
+        body_hash: body,
         rejected_body: rejected,
         watch,
     })
@@ -236,7 +244,7 @@ fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
     let last_success = opt_millis(s.last_success)?;
     tx.prepare_cached(&format!(
         "INSERT OR REPLACE INTO watch_status ({STATUS_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -250,6 +258,7 @@ fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
             s.failing_alerted,
             s.last_error,
             s.evaluated,
+            s.body_hash,
             s.rejected_body
         ])
     })

@@ -12,7 +12,7 @@ use crate::harness::{Reply, SmtpServer, WebhookReceiver};
 use crate::util::{describe, semclip};
 
 /// The GAZP threshold every test watch uses.
-const GAZP: &str = "//table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']/@num";
+pub const GAZP: &str = "//table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']/@num";
 
 /// A running `semclip run`, killed when dropped.
 pub struct Daemon {

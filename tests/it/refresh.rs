@@ -120,3 +120,67 @@ fn ignore_list_leaves_parts_out_of_comparison() {
     assert!(err.to_string().contains("`q`"), "{err}");
     assert_eq!(store.snapshots("q").unwrap().len(), 2);
 }
+
+/// `semclip check` on a `file://` watch of `page`, with debug logs.
+fn check_file(dir: &std::path::Path, above: u32) -> (i32, String, String) {
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1h}}\nthresholds:\n  - name: gazp-high\n    \
+         xpath: \"{}\"\n    above: {above}\n    notify: [log]\n",
+        url::Url::from_file_path(dir.join("page.html")).unwrap(),
+        crate::daemon::GAZP
+    );
+    crate::daemon::setup(dir, "", &[("quotes", watch)]);
+    let config = dir.join("semclip.yaml");
+    let args = [
+        "check",
+        "--log-level",
+        "debug",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let out = crate::util::semclip(&args, None);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn identical_bytes_are_not_parsed_again_and_new_bytes_or_settings_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let skipped = "the bytes of the stored snapshot: not parsed";
+    let page = |price: &str, markup: u32| {
+        std::fs::write(
+            dir.join("page.html"),
+            crate::fixture::quotes_page(price, markup),
+        )
+        .unwrap();
+    };
+    page("251,30", 0);
+    let (code, out, err) = check_file(dir, 300);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("first snapshot stored"), "{out}");
+    assert!(!err.contains(skipped), "{err}");
+    // The same bytes: not decoded, parsed or diffed.
+    let (code, out, err) = check_file(dir, 300);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("quotes: unchanged"), "{out}");
+    assert!(err.contains(skipped), "{err}");
+    // New bytes: parsed and compared.
+    page("252,10", 0);
+    let (code, out, err) = check_file(dir, 300);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("quotes: 1 semantic changes"), "{out}");
+    assert!(!err.contains(skipped), "{err}");
+    // The same bytes under a changed watch: built again, and the new bound
+    // is judged on them.
+    let (code, out, err) = check_file(dir, 200);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("alert: gazp-high: 252.1 is above 200"),
+        "{out}"
+    );
+    assert!(!err.contains(skipped), "{err}");
+}
