@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use anyhow::Context;
 
 use super::Outcome;
+use crate::budget::Budget;
 use crate::cli::LearnArgs;
 use crate::dom::Dom;
 use crate::source::{self, FetchOptions};
@@ -119,10 +120,21 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
                 continue;
             }
         };
-        let page = tokio::task::spawn_blocking(move || raw.decode().text)
-            .await
-            .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
-        pages.push(page);
+        // A page over the daemon's page budget is skipped like an unreadable
+        // one: learning parses every page, some several times.
+        let limits = loaded.daemon.limits.page;
+        let page = tokio::task::spawn_blocking(move || {
+            let text = raw.decode().text;
+            let budget = Budget::new(limits);
+            Dom::parse_within(&text, &budget);
+            budget.check().map(|()| text)
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
+        match page {
+            Ok(page) => pages.push(page),
+            Err(exceeded) => writeln!(out, "skipped {spec}: {exceeded}")?,
+        }
     }
     if pages.is_empty() {
         anyhow::bail!("no page could be read");

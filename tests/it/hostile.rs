@@ -184,6 +184,30 @@ fn every_command_refuses_a_span_bomb_with_the_reason() {
 }
 
 #[test]
+fn learn_skips_a_page_over_the_budget_and_learns_from_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.html");
+    std::fs::write(&bomb, misnested_formatting(400, 10_000)).unwrap();
+    let mut args = vec!["learn", "--dry-run", "site"];
+    let mut pages = Vec::new();
+    for i in 0..3 {
+        let p = dir.path().join(format!("page{i}.html"));
+        std::fs::write(&p, colliding_keys(5 + i)).unwrap();
+        pages.push(p);
+    }
+    args.extend(pages.iter().map(|p| p.to_str().unwrap()));
+    args.push(bomb.to_str().unwrap());
+    let out = run_bounded(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    assert!(
+        stdout.contains("bomb.html: page too large") && stdout.contains("limits.page.dom_nodes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("3 pages:"), "{stdout}");
+}
+
+#[test]
 fn extracting_records_from_a_very_wide_table_is_near_linear() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("wide.html");
