@@ -844,6 +844,22 @@ fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
     if let Some(cc) = &raw.cache_control {
         c.cache_control = cx.header_value(cc, "server.cache_control");
     }
+    c.header_timeout = cx.duration_min(
+        raw.header_timeout.as_ref(),
+        "server.header_timeout",
+        c.header_timeout,
+        Duration::from_millis(1),
+    );
+    c.max_connections = cx.at_least_one(
+        raw.max_connections.as_ref(),
+        "server.max_connections",
+        c.max_connections,
+    );
+    c.max_client_connections = cx.at_least_one(
+        raw.max_client_connections.as_ref(),
+        "server.max_client_connections",
+        c.max_client_connections,
+    );
 }
 
 /// An extract clip's extraction, checked: region needs keywords, the

@@ -160,6 +160,14 @@ pub struct ServerConfig {
     /// Cache-Control of clips that do not set their own (`None`: `no-cache`,
     /// or `private, no-cache` for clips that need a token).
     pub cache_control: Option<String>,
+    /// Longest time a client may take to send a request's headers, and
+    /// longest a kept-alive connection may sit idle (default 10s).
+    pub header_timeout: Duration,
+    /// Connections open at once; more are closed at once (default 512,
+    /// and never more than the descriptors the daemon can spare).
+    pub max_connections: usize,
+    /// Connections open at once from one IP address (default 64).
+    pub max_client_connections: usize,
 }
 
 impl ServerConfig {
@@ -172,6 +180,9 @@ impl ServerConfig {
             max_in_flight: 1024,
             request_timeout: Duration::from_secs(10),
             cache_control: None,
+            header_timeout: Duration::from_secs(10),
+            max_connections: 512,
+            max_client_connections: 64,
         }
     }
 }

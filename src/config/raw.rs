@@ -326,6 +326,12 @@ pub(crate) struct RawServer {
     pub request_timeout: Option<Sp<String>>,
     /// Cache-Control of clips that do not set their own. Default: "no-cache" ("private, no-cache" for clips that need a token).
     pub cache_control: Option<Sp<String>>,
+    /// Longest time a client may take to send a request's headers, and longest a kept-alive connection may stay idle; slower clients are disconnected. Default: 10s.
+    pub header_timeout: Option<Sp<String>>,
+    /// Client connections open at once, at least 1; further ones are closed at once, and the daemon never lets them take the file descriptors its own fetches need. Default: 512.
+    pub max_connections: Option<Sp<usize>>,
+    /// Connections open at once from one IP address, at least 1; a client over it has its new connections closed at once, so that one slow client cannot fill the server. Default: 64.
+    pub max_client_connections: Option<Sp<usize>>,
 }
 
 /// An API token.

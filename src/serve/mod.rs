@@ -20,6 +20,7 @@
 
 pub mod auth;
 pub mod clip;
+pub mod listen;
 pub mod pages;
 pub mod render;
 pub mod view;
@@ -162,9 +163,17 @@ pub async fn serve(
         })
     };
     let router = routes::with_layers(app(Arc::clone(&server)), &server.daemon);
-    let result = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let settings = &server.daemon.server;
+    let limits = listen::Limits {
+        header_timeout: settings.header_timeout,
+        max_connections: listen::connection_cap(
+            settings.max_connections,
+            server.daemon.limits.concurrency,
+        ),
+        max_client_connections: settings.max_client_connections,
+    };
+    tracing::debug!(?limits, "connection limits");
+    let result = listen::serve(listener, router, limits, shutdown).await;
     poller.abort();
     result
 }

@@ -190,6 +190,12 @@ pub fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
                 .concurrency_limit(cfg.max_in_flight)
                 .timeout(cfg.request_timeout),
         )
+        // Bodies that echo input (error messages quote the path or the
+        // parameter they refuse) must never be sniffed into HTML or script.
+        .layer(tower_http::set_header::SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
 }
 

@@ -29,6 +29,12 @@ impl Daemon {
 
     /// As [`Daemon::start`], with these environment variables set.
     pub fn start_with_env(dir: &Path, env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_under(dir, env, &[])
+    }
+
+    /// As [`Daemon::start`], run through `wrapper` (a command that execs
+    /// the rest, such as `prlimit --nofile=160:160 --`).
+    pub fn start_under(dir: &Path, env: &[(&str, &str)], wrapper: &[&str]) -> Daemon {
         let n = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
@@ -36,7 +42,15 @@ impl Daemon {
             .count();
         let log = dir.join(format!("daemon-{n}.log"));
         let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_semclip"))
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_semclip"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_semclip")),
+        };
+        let child = command
             .args(["run", "--log-level", "info", "--config"])
             .arg(dir.join("semclip.yaml"))
             .env_remove("RUST_LOG")

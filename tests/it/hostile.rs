@@ -358,6 +358,186 @@ fn hostile_pages_fail_their_own_check_visibly_back_off_and_leave_others_alone() 
     }
 }
 
+/// Daemon file lines for a server on `port` with the repository's
+/// stylesheets and the `server` settings `more`.
+fn listening(port: u16, more: &str) -> String {
+    let sep = if more.is_empty() { "" } else { ", " };
+    format!(
+        "listen: 127.0.0.1:{port}\nserver: {{xslt: {}{sep}{more}}}\n",
+        root().join("xslt").display()
+    )
+}
+
+/// `GET path` on 127.0.0.1:`port` over a fresh connection, within 3 s: the
+/// whole response, or `None`.
+fn get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_secs(3)))
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    Some(String::from_utf8_lossy(&response).into_owned())
+}
+
+/// Opens connections from `from` to `port` that send a request line and
+/// then one header byte a second, re-opening any the server closes, until
+/// `stop`; returns how many it opened in all.
+fn slowloris(
+    from: std::net::IpAddr,
+    port: u16,
+    want: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut open: Vec<std::net::TcpStream> = Vec::new();
+        let mut opened = 0;
+        let target = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        while !stop.load(Ordering::Relaxed) {
+            while open.len() < want {
+                // tokio's socket binds the source address before connecting.
+                let connected = rt.block_on(async {
+                    let socket = tokio::net::TcpSocket::new_v4()?;
+                    socket.bind(std::net::SocketAddr::new(from, 0))?;
+                    tokio::time::timeout(Duration::from_secs(1), socket.connect(target))
+                        .await
+                        .map_err(std::io::Error::other)?
+                });
+                let Ok(stream) = connected.and_then(|s| s.into_std()) else {
+                    break;
+                };
+                let mut stream = stream;
+                let _ = stream.set_nonblocking(false);
+                if stream
+                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                    .is_ok()
+                {
+                    open.push(stream);
+                    opened += 1;
+                }
+            }
+            // One more header byte each; a closed one is dropped.
+            open.retain_mut(|s| s.write_all(b"X").is_ok());
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        opened
+    })
+}
+
+#[test]
+fn slow_clients_cannot_starve_the_server_or_the_daemon_s_fetches() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let good = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let port = crate::harness::free_port();
+    setup(
+        dir,
+        &format!(
+            "{}limits: {{concurrency: 4, per_host: 2, host_spacing: 0s}}\n",
+            listening(port, "header_timeout: 2s, max_client_connections: 40")
+        ),
+        &[("good", quotes_watch(&good.url("/quotes.html"), "log"))],
+    );
+    // 160 descriptors, as in the attack; 300 slow connections wanted from
+    // another loopback address.
+    let daemon = Daemon::start_under(dir, &[], &["prlimit", "--nofile=160:160", "--"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = slowloris([127, 0, 0, 2].into(), port, 300, Arc::clone(&stop));
+    std::thread::sleep(Duration::from_secs(2));
+    let before = good.seen("/quotes.html").len();
+    let mut probes = Vec::new();
+    for _ in 0..16 {
+        let ok = get(port, "/healthz").is_some_and(|r| r.starts_with("HTTP/1.1 200"));
+        probes.push(ok);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let after = good.seen("/quotes.html").len();
+    stop.store(true, Ordering::Relaxed);
+    let opened = attacker.join().unwrap();
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+    // The attacker did open far more connections than the descriptors.
+    assert!(opened > 160, "only {opened} slow connections");
+    assert!(probes.iter().all(|ok| *ok), "health probes: {probes:?}");
+    // The daemon's own checks went on, once a second, without a failure.
+    assert!(after >= before + 5, "{before} -> {after} fetches");
+    assert!(!log.contains("Too many open files"), "{log}");
+    let store = semclip::store::Store::open(&dir.join("state/semclip.db")).unwrap();
+    let s = store.status("good").unwrap().unwrap();
+    assert_eq!((s.failures, &s.last_error), (0, &None));
+}
+
+#[test]
+fn a_connection_that_never_finishes_its_headers_is_closed() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let port = crate::harness::free_port();
+    setup(dir, &listening(port, "header_timeout: 1s"), &[]);
+    let daemon = Daemon::start(dir);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let start = Instant::now();
+    let mut buf = Vec::new();
+    // The server closes it (possibly with a 408) well before 10 s.
+    let _ = stream.read_to_end(&mut buf);
+    let waited = start.elapsed();
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    // An idle kept-alive connection is closed the same way.
+    let mut idle = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let start = Instant::now();
+    let mut all = Vec::new();
+    let _ = idle.read_to_end(&mut all);
+    assert!(String::from_utf8_lossy(&all).starts_with("HTTP/1.1 200"));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(daemon);
+}
+
+#[test]
+fn error_bodies_that_echo_input_are_not_sniffed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let port = crate::harness::free_port();
+    setup(dir, &listening(port, ""), &[]);
+    let daemon = Daemon::start(dir);
+    let response = get(port, "/clips/%3Cscript%3Ealert(1)%3C%2Fscript%3E/x").unwrap();
+    assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+    assert!(
+        response
+            .to_ascii_lowercase()
+            .contains("\r\nx-content-type-options: nosniff\r\n"),
+        "{response}"
+    );
+    drop(daemon);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
