@@ -860,6 +860,11 @@ fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
         "server.max_client_connections",
         c.max_client_connections,
     );
+    c.render_threads = cx.at_least_one(
+        raw.render_threads.as_ref(),
+        "server.render_threads",
+        c.render_threads,
+    );
 }
 
 /// An extract clip's extraction, checked: region needs keywords, the

@@ -168,6 +168,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Connections open at once from one IP address (default 64).
     pub max_client_connections: usize,
+    /// XSLT threads rendering HTML and RDF clips (default 2).
+    pub render_threads: usize,
 }
 
 impl ServerConfig {
@@ -183,6 +185,7 @@ impl ServerConfig {
             header_timeout: Duration::from_secs(10),
             max_connections: 512,
             max_client_connections: 64,
+            render_threads: 2,
         }
     }
 }

@@ -332,6 +332,8 @@ pub(crate) struct RawServer {
     pub max_connections: Option<Sp<usize>>,
     /// Connections open at once from one IP address, at least 1; a client over it has its new connections closed at once, so that one slow client cannot fill the server. Default: 64.
     pub max_client_connections: Option<Sp<usize>>,
+    /// Threads rendering HTML and RDF clips with XSLT, at least 1; a long render occupies one. Default: 2.
+    pub render_threads: Option<Sp<usize>>,
 }
 
 /// An API token.

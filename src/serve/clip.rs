@@ -23,6 +23,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
+use super::render::RenderError;
 use crate::config::Clip;
 use crate::document;
 use crate::hierarchy::{HNode, Hierarchy};
@@ -34,9 +35,11 @@ use crate::xpath::{HierarchyDoc, XPathValue};
 /// data last changed; beyond that the oldest snapshot read gives the time.
 pub const HISTORY_WALK: usize = 100;
 
-/// Rendered representations kept per clip version (formats times
-/// stylesheet parameters); more are rendered but not kept.
-const MAX_RENDERS: usize = 64;
+/// Rendered representations per clip version (formats times stylesheet
+/// parameters), kept or being rendered; a request for one more variant of
+/// the same version is refused (503) rather than rendered uncached, so
+/// client-chosen parameters (`title`) cannot multiply renders.
+pub const MAX_RENDERS: usize = 64;
 
 /// The vocabulary version written on `<clip>`.
 const VERSION: &str = "1";
@@ -89,6 +92,8 @@ pub struct ClipData {
     pub ids: Vec<String>,
     /// Rendered forms by variant (format and parameters), with their bytes.
     renders: Mutex<HashMap<String, Arc<str>>>,
+    /// Renders under way, by variant: later requests wait for the same one.
+    pending: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<Arc<str>>>>>,
 }
 
 impl ClipData {
@@ -107,6 +112,49 @@ impl ClipData {
         if renders.len() < MAX_RENDERS {
             renders.insert(variant, body);
         }
+    }
+
+    /// The form `variant` of this version, rendered by `render` at most
+    /// once: requests that come while it renders wait for the same render,
+    /// and the render runs in a task of its own, so a request that gives up
+    /// (the server's request timeout) does not throw it away: it finishes
+    /// and is kept for the next request. `None` when this version already
+    /// has [`MAX_RENDERS`] variants kept or under way.
+    pub async fn render_once<F>(
+        self: &Arc<Self>,
+        variant: String,
+        render: F,
+    ) -> Option<Result<Arc<str>, RenderError>>
+    where
+        F: std::future::Future<Output = Result<String, RenderError>> + Send + 'static,
+    {
+        if let Some(body) = self.render(&variant) {
+            return Some(Ok(body));
+        }
+        let cell = {
+            let kept = self.renders.lock().unwrap_or_else(|p| p.into_inner()).len();
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if !pending.contains_key(&variant) && kept + pending.len() >= MAX_RENDERS {
+                return None;
+            }
+            Arc::clone(pending.entry(variant.clone()).or_default())
+        };
+        let data = Arc::clone(self);
+        let task = tokio::spawn(async move {
+            let result = cell
+                .get_or_try_init(|| async { render.await.map(Arc::<str>::from) })
+                .await
+                .cloned();
+            if let Ok(body) = &result {
+                data.keep(variant.clone(), Arc::clone(body));
+            }
+            data.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&variant);
+            result
+        });
+        Some(task.await.unwrap_or(Err(RenderError::Stopped)))
     }
 }
 
@@ -231,6 +279,7 @@ pub fn compute(
         xml,
         json,
         renders: Mutex::new(HashMap::new()),
+        pending: Mutex::new(HashMap::new()),
     })
 }
 
@@ -258,6 +307,7 @@ fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
         count: 1,
         ids: vec!["/page".to_owned()],
         renders: Mutex::new(HashMap::new()),
+        pending: Mutex::new(HashMap::new()),
     })
 }
 

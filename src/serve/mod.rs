@@ -93,7 +93,10 @@ impl Server {
             |u| u.as_str().trim_end_matches('/').to_owned(),
         );
         Arc::new(Server {
-            renderer: render::Renderer::start(daemon.server.xslt.clone()),
+            renderer: render::Renderer::start_pool(
+                daemon.server.xslt.clone(),
+                daemon.server.render_threads,
+            ),
             tokens: auth::Tokens::new(&daemon.tokens),
             daemon,
             watches: RwLock::new(Arc::new(

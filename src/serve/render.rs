@@ -9,11 +9,16 @@
 //!   rewrites it as Turtle.
 //!
 //! libxslt stylesheets are neither freed (the crate has no `Drop` for them)
-//! nor `Send`, so one dedicated thread, `semclip-xslt`, owns every parsed
-//! stylesheet for the life of the process and runs every transform;
-//! [`Renderer`] is the cheap, cloneable handle that sends it jobs. A
-//! stylesheet is read on first use and kept: editing a file takes a
-//! restart. The thread stops when the last [`Renderer`] is dropped.
+//! nor `Send`, so a small pool of dedicated threads, `semclip-xslt-N`
+//! ([`RENDER_THREADS`] by default, `server.render_threads`), each owns the
+//! stylesheets it parsed for the life of the process and runs transforms
+//! from one bounded queue; [`Renderer`] is the cheap, cloneable handle that
+//! sends them jobs. One long render (a 20,000-row table) occupies one
+//! thread, not the server's every render. A stylesheet is read on first
+//! use and kept: editing a file takes a restart. The threads stop when
+//! the last [`Renderer`] is dropped. The server renders each variant of a
+//! clip version once, in a task of its own, and keeps it even when the
+//! request that asked for it timed out (see `ClipData::render_once`).
 //!
 //! Stylesheets are trusted operator files: they run with libxslt's default
 //! security settings (`document()` reads any file the daemon can read,
@@ -27,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use libxml::parser::{Parser, ParserOptions, XmlParseFailure};
 use libxml::tree::{Document, SaveOptions};
@@ -59,8 +64,10 @@ const MAX_PARAM_CHARS: usize = 256;
 const MAX_NAME_BYTES: usize = 255;
 /// The largest stylesheet file read.
 const MAX_STYLESHEET_BYTES: u64 = 4 << 20;
-/// Jobs waiting for the XSLT thread before senders wait their turn.
+/// Jobs waiting for the XSLT threads before senders wait their turn.
 const QUEUE_DEPTH: usize = 64;
+/// XSLT threads by default.
+pub const RENDER_THREADS: usize = 2;
 
 /// Everything that can go wrong rendering a clip.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +118,10 @@ pub enum RenderError {
     /// The XSLT thread is gone.
     #[error("the xslt worker has stopped")]
     Stopped,
+    /// This version of the clip already has every variant it may have
+    /// rendered (kept or under way).
+    #[error("too many variants of this clip are rendered: ask again without parameters, or later")]
+    TooManyVariants,
 }
 
 /// What a transform's result becomes.
@@ -153,19 +164,29 @@ impl Renderer {
     /// Should the thread fail to start, every call answers
     /// [`RenderError::Stopped`] (and the failure is logged).
     pub fn start(dir: PathBuf) -> Renderer {
+        Renderer::start_pool(dir, RENDER_THREADS)
+    }
+
+    /// Starts `threads` XSLT threads (at least one) sharing one queue.
+    pub fn start_pool(dir: PathBuf, threads: usize) -> Renderer {
         let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
-        // The worker (its stylesheets are not Send) is made on its thread.
-        if let Err(error) = std::thread::Builder::new()
-            .name("semclip-xslt".to_owned())
-            .spawn(move || {
-                Worker {
-                    dir,
-                    stylesheets: HashMap::new(),
-                }
-                .run(queue)
-            })
-        {
-            tracing::error!(%error, "cannot start the XSLT thread: clips cannot be rendered");
+        let queue = Arc::new(std::sync::Mutex::new(queue));
+        for n in 0..threads.max(1) {
+            let dir = dir.clone();
+            let queue = Arc::clone(&queue);
+            // The worker (its stylesheets are not Send) is made on its thread.
+            if let Err(error) = std::thread::Builder::new()
+                .name(format!("semclip-xslt-{n}"))
+                .spawn(move || {
+                    Worker {
+                        dir,
+                        stylesheets: HashMap::new(),
+                    }
+                    .run(&queue)
+                })
+            {
+                tracing::error!(%error, "cannot start an XSLT thread");
+            }
         }
         Renderer { jobs }
     }
@@ -365,9 +386,15 @@ struct Worker {
 }
 
 impl Worker {
-    /// Serves jobs until every sender is gone.
-    fn run(mut self, mut queue: mpsc::Receiver<Job>) {
-        while let Some(job) = queue.blocking_recv() {
+    /// Serves jobs until every sender is gone. The queue's lock is held
+    /// only while waiting for the next job, never while rendering.
+    fn run(mut self, queue: &std::sync::Mutex<mpsc::Receiver<Job>>) {
+        loop {
+            let next = queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .blocking_recv();
+            let Some(job) = next else { break };
             match job {
                 Job::Check { name, reply } => {
                     if reply.is_closed() {

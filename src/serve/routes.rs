@@ -441,7 +441,7 @@ pub async fn clip_data(
 pub async fn html_of(
     server: &Arc<Server>,
     key: &ClipKey,
-    data: &ClipData,
+    data: &Arc<ClipData>,
     params: Vec<(String, String)>,
 ) -> Result<Arc<str>, RenderError> {
     let stylesheet = key
@@ -461,13 +461,12 @@ pub async fn html_of(
     if let Some(body) = data.render(&variant) {
         return Ok(body);
     }
-    let html: Arc<str> = server
-        .renderer
-        .html(&stylesheet, data.xml.clone(), params)
-        .await?
-        .into();
-    data.keep(variant, Arc::clone(&html));
-    Ok(html)
+    let renderer = server.renderer.clone();
+    let xml = data.xml.clone();
+    let render = async move { renderer.html(&stylesheet, xml, params).await };
+    data.render_once(variant, render)
+        .await
+        .unwrap_or(Err(RenderError::TooManyVariants))
 }
 
 /// A cache key of one rendered form.
@@ -582,14 +581,13 @@ async fn clip_response(
                         Some(c) => format!("{}/clips/{}/{}", server.base(), key.watch, c),
                         None => format!("{}/clips/{}", server.base(), key.watch),
                     };
-                    let rdf: Arc<str> = server
-                        .renderer
-                        .rdf(data.xml.clone(), &base)
+                    let renderer = server.renderer.clone();
+                    let xml = data.xml.clone();
+                    let render = async move { renderer.rdf(xml, &base).await };
+                    data.render_once(rdf_variant, render)
                         .await
+                        .unwrap_or(Err(RenderError::TooManyVariants))
                         .map_err(|e| render_error(&e, form))?
-                        .into();
-                    data.keep(rdf_variant, Arc::clone(&rdf));
-                    rdf
                 }
             };
             if format == Format::Rdf {
@@ -619,6 +617,9 @@ async fn clip_response(
 fn render_error(e: &RenderError, form: Form) -> Error {
     match e {
         RenderError::BadParam { .. } => Error::new(StatusCode::BAD_REQUEST, e.to_string(), form),
+        RenderError::TooManyVariants => {
+            Error::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string(), form)
+        }
         _ => Error::internal(e, form),
     }
 }

@@ -538,6 +538,74 @@ fn error_bodies_that_echo_input_are_not_sniffed() {
     drop(daemon);
 }
 
+#[test]
+fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut page = String::from("<title>Big</title><p>Small clip</p><table><tr><th>Key<th>A<th>B");
+    for i in 0..4000 {
+        page.push_str(&format!("<tr><td>k{i}<td>{i}<td>{}", i * 2));
+    }
+    page.push_str("</table>");
+    std::fs::write(dir.join("big.html"), page).unwrap();
+    let port = crate::harness::free_port();
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1h}}\nclips:\n  big: {{xpath: \"//table\", public: true}}\n  \
+         tiny: {{xpath: \"/page/text[1]\", public: true}}\n",
+        url::Url::from_file_path(dir.join("big.html")).unwrap()
+    );
+    setup(
+        dir,
+        &listening(port, "request_timeout: 300ms, render_threads: 2"),
+        &[("big", watch)],
+    );
+    let daemon = Daemon::start(dir);
+    daemon.wait_log("first snapshot stored", Duration::from_secs(30));
+    // The big table's HTML takes longer than the request timeout.
+    let first = get(port, "/clips/big/big?format=html").unwrap();
+    assert!(
+        first.starts_with("HTTP/1.1 503"),
+        "{}",
+        &first[..first.len().min(200)]
+    );
+    // Meanwhile the other render thread serves the small clip.
+    let tiny = get(port, "/clips/big/tiny?format=html").unwrap();
+    assert!(tiny.starts_with("HTTP/1.1 200"), "{tiny}");
+    // The abandoned render finishes and is kept: a later request gets it
+    // at once.
+    let start = Instant::now();
+    let body = loop {
+        let r = get(port, "/clips/big/big?format=html").unwrap();
+        if r.starts_with("HTTP/1.1 200") {
+            break r;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "never rendered");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(body.contains("k3999"), "the whole table");
+    let again = Instant::now();
+    let cached = get(port, "/clips/big/big?format=html").unwrap();
+    assert!(cached.starts_with("HTTP/1.1 200"));
+    assert!(
+        again.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        again.elapsed()
+    );
+    // Client-chosen titles cannot multiply renders without bound.
+    let mut refused = 0;
+    for i in 0..(semclip::serve::clip::MAX_RENDERS + 8) {
+        let r = get(port, &format!("/clips/big/tiny?format=html&title=t{i}")).unwrap();
+        if r.starts_with("HTTP/1.1 503") {
+            assert!(r.contains("too many variants"), "{r}");
+            refused += 1;
+        } else {
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+    }
+    assert!(refused >= 8, "{refused} refused");
+    drop(daemon);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
