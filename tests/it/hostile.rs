@@ -543,7 +543,7 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let mut page = String::from("<title>Big</title><p>Small clip</p><table><tr><th>Key<th>A<th>B");
-    for i in 0..4000 {
+    for i in 0..12_000 {
         page.push_str(&format!("<tr><td>k{i}<td>{i}<td>{}", i * 2));
     }
     page.push_str("</table>");
@@ -556,12 +556,13 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
     );
     setup(
         dir,
-        &listening(port, "request_timeout: 300ms, render_threads: 2"),
+        &listening(port, "request_timeout: 2s, render_threads: 2"),
         &[("big", watch)],
     );
     let daemon = Daemon::start(dir);
     daemon.wait_log("first snapshot stored", Duration::from_secs(30));
-    // The big table's HTML takes longer than the request timeout.
+    // The big table's HTML takes longer than the request timeout (12,000
+    // rows: several seconds of XSLT, against 2 s).
     let first = get(port, "/clips/big/big?format=html").unwrap();
     assert!(
         first.starts_with("HTTP/1.1 503"),
@@ -582,15 +583,10 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
         assert!(start.elapsed() < Duration::from_secs(120), "never rendered");
         std::thread::sleep(Duration::from_millis(500));
     };
-    assert!(body.contains("k3999"), "the whole table");
-    let again = Instant::now();
+    assert!(body.contains("k11999"), "the whole table");
+    // Within the request timeout, shorter than the render: from the cache.
     let cached = get(port, "/clips/big/big?format=html").unwrap();
     assert!(cached.starts_with("HTTP/1.1 200"));
-    assert!(
-        again.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        again.elapsed()
-    );
     // Client-chosen titles cannot multiply renders without bound.
     let mut refused = 0;
     for i in 0..(semclip::serve::clip::MAX_RENDERS + 8) {
