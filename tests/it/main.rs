@@ -31,3 +31,4 @@ mod store;
 mod tables;
 mod templates;
 mod util;
+mod xpath_diff;
