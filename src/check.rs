@@ -107,7 +107,7 @@ impl Engine {
     pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
         Engine {
             stores,
-            clients: Clients::default(),
+            clients: Clients::new(Arc::new(daemon.fence())),
             limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
             daemon,
         }

@@ -4,18 +4,33 @@
 //! spacing between request starts to one host, and one shared HTTP client
 //! per distinct set of client options.
 //!
-//! `file://` URLs are read from disk (under the same size cap).
+//! Every fetch goes through the daemon's fence ([`crate::fence`]): redirects
+//! are followed here, hop by hop, not by the HTTP client, so that each hop
+//! is judged on its own. A hop to the watch's own host and port, to a public
+//! literal address or to an admitted host goes out on an open client; a hop
+//! to any other host name goes out on a *fenced* client, whose resolver
+//! connects only to addresses the fence admits. Credentials, cookies and
+//! authorization headers are dropped from the first hop that changes host
+//! or port on (as browsers and reqwest do). The redirect limit and the
+//! whole-request timeout cover the whole chain.
+//!
+//! `file://` URLs are read from disk (under the same size cap), only under
+//! the fence's file roots and only from regular files.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use reqwest::header::{COOKIE, IF_MODIFIED_SINCE, IF_NONE_MATCH};
+use reqwest::header::{
+    AUTHORIZATION, COOKIE, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION, PROXY_AUTHORIZATION,
+    WWW_AUTHENTICATE,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use url::Url;
+use url::{Host, Url};
 
+use crate::fence::{self, Fence, FenceError, FencedRead, FencedResolver, ResolverRefusal, Route};
 use crate::source::{self, FetchOptions, HttpFetched, RawPage, SourceError};
 
 /// Credentials for a request.
@@ -155,28 +170,85 @@ impl HostLimiter {
 }
 
 /// Shared HTTP clients, one per distinct client options (connect timeout,
-/// redirect limit, proxy): thousands of watches share a few connection
-/// pools.
-#[derive(Debug, Default)]
+/// redirect limit, proxy) and [`Route`]: thousands of watches share a few
+/// connection pools. They hold the daemon's [`Fence`].
+#[derive(Debug)]
 pub struct Clients {
-    clients: Mutex<HashMap<ClientKey, reqwest::Client>>,
+    fence: Arc<Fence>,
+    clients: Mutex<HashMap<(ClientKey, Route), reqwest::Client>>,
 }
 
 /// What sets one client apart: connect timeout, redirect limit, proxy.
 type ClientKey = (Duration, usize, Option<String>);
 
 impl Clients {
-    /// The client for `opts`, built on first use.
-    pub fn get(&self, opts: &FetchOptions) -> Result<reqwest::Client, SourceError> {
-        let key = (opts.connect_timeout, opts.max_redirects, opts.proxy.clone());
+    /// No clients yet, fetching within `fence`.
+    pub fn new(fence: Arc<Fence>) -> Clients {
+        Clients {
+            fence,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The fence the fetches keep to.
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// The client for `opts` on `route`, built on first use. None follows
+    /// redirects by itself; a fenced one resolves through
+    /// [`FencedResolver`].
+    pub fn get(&self, opts: &FetchOptions, route: Route) -> Result<reqwest::Client, SourceError> {
+        let key = (
+            (opts.connect_timeout, opts.max_redirects, opts.proxy.clone()),
+            route,
+        );
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
-        let client = source::http_client(opts)?;
+        let mut builder = source::client_builder(opts)?.redirect(reqwest::redirect::Policy::none());
+        if route == Route::Fenced {
+            builder = builder.dns_resolver(FencedResolver::new(
+                Arc::clone(&self.fence),
+                proxy_hosts(opts),
+            ));
+        }
+        let client = builder
+            .build()
+            .map_err(|source| SourceError::Client { source })?;
         clients.insert(key, client.clone());
         Ok(client)
     }
+}
+
+/// The hosts of the proxies requests may go through: `opts.proxy` and the
+/// standard environment variables reqwest reads.
+fn proxy_hosts(opts: &FetchOptions) -> Vec<String> {
+    let from_env = [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .into_iter()
+    .filter_map(|name| std::env::var(name).ok());
+    opts.proxy
+        .iter()
+        .cloned()
+        .chain(from_env)
+        .filter_map(|proxy| {
+            let proxy = proxy.trim();
+            let url = if proxy.contains("://") {
+                Url::parse(proxy)
+            } else {
+                Url::parse(&format!("http://{proxy}"))
+            };
+            url.ok()?.host_str().map(str::to_owned)
+        })
+        .collect()
 }
 
 /// Fetches `req`, retrying transient failures with [`backoff`], under the
@@ -187,21 +259,14 @@ pub async fn fetch(
     req: &PageRequest,
 ) -> Result<Fetched, SourceError> {
     if req.url.scheme() == "file" {
-        let client = clients.get(&req.opts)?;
-        let page = source::load(req.url.as_str(), &client, &req.opts).await?;
-        return Ok(Fetched::Page {
-            page,
-            etag: None,
-            last_modified: None,
-        });
+        return read_file(&clients.fence, req).await;
     }
-    let client = clients.get(&req.opts)?;
     let host = req.url.host_str().unwrap_or_default().to_owned();
     let mut attempt = 0;
     loop {
         let result = {
             let _permit = limiter.acquire(&host).await;
-            source::fetch_http(build(&client, req), req.url.clone(), &req.opts).await
+            follow(clients, req).await
         };
         match result {
             Ok(HttpFetched::NotModified { .. }) => return Ok(Fetched::NotModified),
@@ -227,14 +292,153 @@ pub async fn fetch(
     }
 }
 
-fn build(client: &reqwest::Client, req: &PageRequest) -> reqwest::RequestBuilder {
-    let mut r = client
-        .get(req.url.clone())
-        .timeout(req.opts.request_timeout);
+/// Reads a `file://` watch's page through the fence, on a blocking thread.
+async fn read_file(fence: &Arc<Fence>, req: &PageRequest) -> Result<Fetched, SourceError> {
+    let path = req
+        .url
+        .to_file_path()
+        .map_err(|()| SourceError::NotLocalFile {
+            url: req.url.clone(),
+        })?;
+    let limit = req.opts.max_body_bytes;
+    let (fence, at) = (Arc::clone(fence), path.clone());
+    let read = tokio::task::spawn_blocking(move || fence.read_file(&at, limit))
+        .await
+        .unwrap_or_else(|join| Err(FencedRead::Io(std::io::Error::other(join.to_string()))));
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(FencedRead::Fence(error)) => return Err(error.into()),
+        Err(FencedRead::TooLarge) => return Err(SourceError::FileTooLarge { path, limit }),
+        Err(FencedRead::Io(source)) => return Err(SourceError::Read { path, source }),
+    };
+    tracing::debug!(path = %path.display(), bytes = bytes.len(), "read file");
+    Ok(Fetched::Page {
+        page: RawPage {
+            bytes,
+            content_type: None,
+            url: Some(req.url.clone()),
+        },
+        etag: None,
+        last_modified: None,
+    })
+}
+
+/// One attempt at `req`: the request, then each redirect the fence lets
+/// through, up to the redirect limit, all within the request timeout.
+async fn follow(clients: &Clients, req: &PageRequest) -> Result<HttpFetched, SourceError> {
+    let opts = &req.opts;
+    let deadline = std::time::Instant::now() + opts.request_timeout;
+    let mut url = req.url.clone();
+    let mut redirects = 0;
+    let mut same_host = true;
+    loop {
+        let route = clients.fence.route(&req.url, &url, redirects)?;
+        if route == Route::Fenced && !proxy_hosts(opts).is_empty() {
+            resolve_before_proxy(&clients.fence, &url, redirects).await?;
+        }
+        let client = clients.get(opts, route)?;
+        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        let request = build(&client, req, &url, same_host).timeout(remaining);
+        tracing::debug!(%url, redirects, ?route, "fetching");
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => return Err(hop_error(url, redirects, opts, error)),
+        };
+        let location = response.headers().get(LOCATION);
+        let redirect = matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308);
+        let (true, Some(location)) = (redirect, location) else {
+            return source::read_response(response, opts).await;
+        };
+        let location = String::from_utf8_lossy(location.as_bytes()).into_owned();
+        let Ok(next) = url.join(&location) else {
+            return Err(SourceError::BadRedirect { url, location });
+        };
+        if redirects >= opts.max_redirects {
+            return Err(SourceError::TooManyRedirects {
+                url: req.url.clone(),
+                limit: opts.max_redirects,
+                source: None,
+            });
+        }
+        if next.host() != url.host() || next.port_or_known_default() != url.port_or_known_default()
+        {
+            same_host = false;
+        }
+        tracing::debug!(from = %url, to = %next, "redirected");
+        redirects += 1;
+        url = next;
+    }
+}
+
+/// Through a proxy, the fenced resolver never sees the host name of
+/// `url`: it is resolved here and refused when none of its addresses is
+/// admitted (best effort: the proxy resolves it again). A name that does
+/// not resolve here is left to the proxy.
+async fn resolve_before_proxy(
+    fence: &Fence,
+    url: &Url,
+    redirects: usize,
+) -> Result<(), SourceError> {
+    let Some(Host::Domain(name)) = url.host() else {
+        return Ok(());
+    };
+    let Ok(found) = tokio::net::lookup_host((name, 0)).await else {
+        return Ok(());
+    };
+    fence::admitted(fence, name, found)
+        .map(|_| ())
+        .map_err(|refusal| refused(url.clone(), redirects, &refusal))
+}
+
+/// The fence's refusal of `url`'s addresses.
+fn refused(url: Url, redirects: usize, refusal: &ResolverRefusal) -> SourceError {
+    SourceError::Fenced(FenceError::PrivateAddress {
+        redirect: redirects > 0,
+        url,
+        address: refusal.address,
+        kind: refusal.kind,
+    })
+}
+
+/// Sorts a failed request for `url`: the fenced resolver's refusal, or a
+/// fetch error.
+fn hop_error(
+    url: Url,
+    redirects: usize,
+    opts: &FetchOptions,
+    error: reqwest::Error,
+) -> SourceError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(err) = cause {
+        if let Some(refusal) = err.downcast_ref::<ResolverRefusal>() {
+            return refused(url, redirects, refusal);
+        }
+        cause = err.source();
+    }
+    source::fetch_error(url, opts, error)
+}
+
+/// The request for `url` on `client`; the credentials, cookies and
+/// authorization headers only while `same_host`.
+fn build(
+    client: &reqwest::Client,
+    req: &PageRequest,
+    url: &Url,
+    same_host: bool,
+) -> reqwest::RequestBuilder {
+    let mut r = client.get(url.clone());
+    let sensitive = [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION, WWW_AUTHENTICATE];
     for (name, value) in &req.headers {
+        if !same_host
+            && sensitive
+                .iter()
+                .any(|s| s.as_str().eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
         r = r.header(name.as_str(), value.as_str());
     }
-    if !req.cookies.is_empty() {
+    if same_host && !req.cookies.is_empty() {
         let cookie = req
             .cookies
             .iter()
@@ -244,11 +448,11 @@ fn build(client: &reqwest::Client, req: &PageRequest) -> reqwest::RequestBuilder
         r = r.header(COOKIE, cookie);
     }
     match &req.credentials {
-        Some(Credentials::Basic { username, password }) => {
+        Some(Credentials::Basic { username, password }) if same_host => {
             r = r.basic_auth(username, Some(password));
         }
-        Some(Credentials::Bearer(token)) => r = r.bearer_auth(token),
-        None => {}
+        Some(Credentials::Bearer(token)) if same_host => r = r.bearer_auth(token),
+        _ => {}
     }
     if let Some(etag) = &req.etag {
         r = r.header(IF_NONE_MATCH, etag.as_str());

@@ -5,6 +5,8 @@
 //! labelled with its own XPath. Modules follow the pipeline:
 //!
 //! - [`source`]: load a page from a path, stdin or a URL and decode it to text;
+//! - [`fence`]: the daemon's fence around local files and internal hosts;
+//! - [`fetch`]: the daemon's polite fetching (retries, per-host limits, redirects through the fence);
 //! - [`dom`]: parse HTML with html5ever into an owned, spec-compliant tree;
 //! - [`hierarchy`]: turn the tree into the semantic hierarchy (ALGORITHMS.md §1);
 //! - [`number`]: read numbers the way the page's locale writes them;
@@ -27,6 +29,7 @@ pub mod diff;
 pub mod document;
 pub mod dom;
 pub mod extract;
+pub mod fence;
 pub mod fetch;
 pub mod hierarchy;
 pub mod layout;

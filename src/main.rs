@@ -10,23 +10,37 @@ use semclip::cli::{Cli, Command};
 use semclip::commands::{self, Outcome};
 use tracing_subscriber::EnvFilter;
 
+/// Directives that keep dependencies from logging page contents: html5ever
+/// logs each token at debug and each character at trace.
+const PAGE_DUMPERS_CAPPED: &str = "html5ever=warn,markup5ever=warn";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // html5ever logs the page's own markup errors ("foster parenting not
     // implemented") as warnings: about the page, not semclip, so they show
-    // only at debug and trace. RUST_LOG overrides all of this.
+    // only at debug and trace. Its own debug and trace events print every
+    // token and character of the page: never shown, so that debug logging
+    // never dumps whole pages. RUST_LOG overrides the levels, not that cap
+    // (unless it names html5ever itself).
     let default_level = if matches!(cli.command, Command::Run(_) | Command::Serve(_)) {
         "info"
     } else {
         "warn"
     };
     let level = match cli.log_level.as_deref().unwrap_or(default_level) {
-        level @ ("debug" | "trace") => level.to_owned(),
+        level @ ("debug" | "trace") => format!("{level},{PAGE_DUMPERS_CAPPED}"),
         other => format!("{other},html5ever=error"),
     };
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&level))
-        .unwrap_or_else(|_| EnvFilter::new("warn,html5ever=error"));
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(env) if env.trim().is_empty() => None,
+        Ok(env) if !env.contains("html5ever") => {
+            EnvFilter::try_new(format!("{env},{PAGE_DUMPERS_CAPPED}")).ok()
+        }
+        Ok(env) => EnvFilter::try_new(env).ok(),
+        Err(_) => None,
+    }
+    .or_else(|| EnvFilter::try_new(&level).ok())
+    .unwrap_or_else(|| EnvFilter::new("warn,html5ever=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

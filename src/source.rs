@@ -157,9 +157,22 @@ pub enum SourceError {
         url: Url,
         /// The redirect limit in force.
         limit: usize,
-        /// The cause.
+        /// The cause, when the HTTP client followed the redirects.
         #[source]
-        source: reqwest::Error,
+        source: Option<reqwest::Error>,
+    },
+    /// The daemon's fence refused the page: a redirect to an internal
+    /// address or to another scheme, a file outside the file roots, a
+    /// special file (see [`crate::fence`]).
+    #[error(transparent)]
+    Fenced(#[from] crate::fence::FenceError),
+    /// A redirect without a usable `Location`.
+    #[error("{url} redirected to an invalid location `{location}`")]
+    BadRedirect {
+        /// The URL that redirected.
+        url: Url,
+        /// Its `Location` header, as text.
+        location: String,
     },
     /// The server answered with a status other than 2xx.
     #[error("{url} answered HTTP {status}")]
@@ -221,6 +234,21 @@ pub enum SourceError {
 /// [`SourceError::Client`] if the client cannot be built (its TLS backend or
 /// the system's proxy settings fail to load).
 pub fn http_client(opts: &FetchOptions) -> Result<reqwest::Client, SourceError> {
+    client_builder(opts)?
+        .redirect(reqwest::redirect::Policy::limited(opts.max_redirects))
+        .build()
+        .map_err(|source| SourceError::Client { source })
+}
+
+/// What every semclip client shares: rustls, [`USER_AGENT`], `Accept`,
+/// gzip, brotli and deflate, `opts`' timeouts and proxy, no `Referer`.
+/// [`http_client`] adds the redirect limit; the daemon's fetcher
+/// ([`crate::fetch`]) follows redirects itself, through its fence.
+///
+/// # Errors
+///
+/// [`SourceError::Client`] if the proxy URL is not one reqwest takes.
+pub fn client_builder(opts: &FetchOptions) -> Result<reqwest::ClientBuilder, SourceError> {
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
     let mut builder = reqwest::Client::builder();
@@ -228,7 +256,7 @@ pub fn http_client(opts: &FetchOptions) -> Result<reqwest::Client, SourceError> 
         let proxy = reqwest::Proxy::all(proxy).map_err(|source| SourceError::Client { source })?;
         builder = builder.proxy(proxy);
     }
-    builder
+    Ok(builder
         .tls_backend_rustls()
         .user_agent(USER_AGENT)
         .default_headers(headers)
@@ -237,10 +265,7 @@ pub fn http_client(opts: &FetchOptions) -> Result<reqwest::Client, SourceError> 
         .deflate(true)
         .connect_timeout(opts.connect_timeout)
         .timeout(opts.request_timeout)
-        .redirect(reqwest::redirect::Policy::limited(opts.max_redirects))
-        .referer(false)
-        .build()
-        .map_err(|source| SourceError::Client { source })
+        .referer(false))
 }
 
 /// Raw bytes of a page plus what we know about them.
@@ -427,12 +452,25 @@ pub async fn fetch_http(
     url: Url,
     opts: &FetchOptions,
 ) -> Result<HttpFetched, SourceError> {
-    let limit = opts.max_body_bytes;
     debug!(%url, "fetching");
-    let mut response = match request.send().await {
-        Ok(response) => response,
-        Err(error) => return Err(fetch_error(url, opts, error)),
-    };
+    match request.send().await {
+        Ok(response) => read_response(response, opts).await,
+        Err(error) => Err(fetch_error(url, opts, error)),
+    }
+}
+
+/// Reads the answer `response`: a 304 as [`HttpFetched::NotModified`], a
+/// 2xx page with its body streamed under `opts.max_body_bytes`, anything
+/// else an error (see [`fetch_http`]).
+///
+/// # Errors
+///
+/// As [`fetch_http`].
+pub async fn read_response(
+    mut response: reqwest::Response,
+    opts: &FetchOptions,
+) -> Result<HttpFetched, SourceError> {
+    let limit = opts.max_body_bytes;
     let final_url = response.url().clone();
     let status = response.status();
     if status == StatusCode::NOT_MODIFIED {
@@ -499,7 +537,7 @@ fn exceeds(held: usize, more: usize, limit: u64) -> bool {
 }
 
 /// Sorts a reqwest failure on `url` into the matching [`SourceError`].
-fn fetch_error(url: Url, opts: &FetchOptions, error: reqwest::Error) -> SourceError {
+pub(crate) fn fetch_error(url: Url, opts: &FetchOptions, error: reqwest::Error) -> SourceError {
     // The error's own URL would repeat ours in the message chain.
     let source = error.without_url();
     if source.is_timeout() {
@@ -508,7 +546,7 @@ fn fetch_error(url: Url, opts: &FetchOptions, error: reqwest::Error) -> SourceEr
         SourceError::TooManyRedirects {
             url,
             limit: opts.max_redirects,
-            source,
+            source: Some(source),
         }
     } else {
         SourceError::Fetch { url, source }

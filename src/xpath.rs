@@ -1036,6 +1036,7 @@ impl ExprParser<'_> {
             Tok::Slash => {
                 self.advance();
                 if self.starts_step() {
+                    self.require_libxml_step_start()?;
                     self.parse_relative_path()?;
                 }
                 Ok(XPathType::NodeSet)
@@ -1051,6 +1052,28 @@ impl ExprParser<'_> {
             }
             _ if self.starts_primary() => self.parse_filter_path(),
             _ => Err(self.unexpected()),
+        }
+    }
+
+    /// libxml2 reads a leading `/` as the whole path unless the next
+    /// character is an ASCII letter, `_`, `.`, `@` or `*`: `/é` is `/`
+    /// followed by trailing input there. Such a step is refused here, with
+    /// the spelling libxml2 reads (the axis name makes the first character
+    /// ASCII).
+    fn require_libxml_step_start(&self) -> Result<(), XPathSyntaxError> {
+        let token = self.peek();
+        let text = self.text(token);
+        match text.chars().next() {
+            Some(c) if c.is_ascii_alphabetic() || matches!(c, '_' | '.' | '@' | '*') => Ok(()),
+            Some(c) => Err(self.error_at(
+                token.start,
+                format!(
+                    "libxml2 cannot read a step starting with {} right after a leading '/'; \
+                     write /child::{text}",
+                    describe_char(c)
+                ),
+            )),
+            None => Ok(()),
         }
     }
 
@@ -1658,6 +1681,10 @@ mod tests {
         "//row/..",
         "//row/./cell",
         "..//cell",
+        // non-ASCII names after a leading '/', as libxml2 reads them
+        "/child::é",
+        "//é",
+        "cell[//ряд]",
         "/ | //row",
         "/page/section[@label='Shares']/table[@label='Shares']",
         "//row[@key='GAZP']/cell[@col='Last']",
@@ -1785,6 +1812,14 @@ mod tests {
     /// (expression, column, start of the message)
     const INVALID: &[(&str, usize, &str)] = &[
         ("", 1, "empty expression"),
+        // Found by the differential test (tests/it/xpath_diff.rs): libxml2
+        // takes `/` alone when a non-ASCII character follows it.
+        (
+            "cell[/é]",
+            7,
+            "libxml2 cannot read a step starting with 'é' right after a leading '/'; write /child::é",
+        ),
+        ("/ ряд", 3, "libxml2 cannot read a step starting with 'р'"),
         ("   ", 1, "empty expression"),
         (
             "//row[@key='GAZP'/cell",

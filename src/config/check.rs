@@ -9,16 +9,18 @@ use std::time::Duration;
 use url::Url;
 
 use super::raw::{
-    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawMonitor, RawNotifier, RawSchedule, RawScope,
-    RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch, RawWatchFetch, Sp,
+    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawFetchDefaults, RawMonitor, RawNotifier,
+    RawSchedule, RawScope, RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch,
+    RawWatchFetch, Sp,
 };
 use super::tree::{self, DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,
-    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, NotifierConfig, OnChange,
-    PageLimits, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig,
-    Watch, WatchFetch, WebhookConfig,
+    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, MAX_SECRET_FILE, NotifierConfig,
+    OnChange, PageLimits, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold,
+    TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
+use crate::fence::{AllowHost, Fence, FencedRead};
 use crate::schedule::{Schedule, parse_cron};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
@@ -166,7 +168,12 @@ impl<'a> Ctx<'a> {
             },
             RawSecret::File(p) => {
                 let full = self.path(p);
-                match std::fs::read_to_string(&full) {
+                let read = crate::fence::read_regular(&full, MAX_SECRET_FILE).and_then(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| {
+                        FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData))
+                    })
+                });
+                match read {
                     Ok(mut text) => {
                         if text.ends_with('\n') {
                             text.pop();
@@ -185,14 +192,22 @@ impl<'a> Ctx<'a> {
                         Some(Secret(text))
                     }
                     Err(e) => {
+                        let reason = match e {
+                            FencedRead::Io(e) => io_reason(&e),
+                            FencedRead::TooLarge => {
+                                format!("larger than {} KiB", MAX_SECRET_FILE / 1024)
+                            }
+                            FencedRead::Fence(e) => match e {
+                                crate::fence::FenceError::NotRegular { kind, .. } => {
+                                    format!("a {kind}, not a regular file")
+                                }
+                                other => other.to_string(),
+                            },
+                        };
                         self.err(
                             s.at,
                             path,
-                            format!(
-                                "cannot read secret file {}: {}",
-                                full.display(),
-                                io_reason(&e)
-                            ),
+                            format!("cannot read secret file {}: {reason}", full.display()),
                         );
                         None
                     }
@@ -705,6 +720,7 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
             &FetchDefaults::default(),
             cx,
         );
+        fence_settings(f, &mut c.fetch, cx);
     }
     if let Some(l) = &raw.limits {
         let l = &l.value;
@@ -968,8 +984,9 @@ pub(crate) fn load_watch_dir(
     files.sort();
     let mut watches: Vec<Watch> = Vec::new();
     let mut ids: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let fence = daemon.fence();
     for file in &files {
-        let Some((watch, id_at)) = load_watch_file(file, daemon, known, out) else {
+        let Some((watch, id_at)) = load_watch_file(file, daemon, &fence, known, out) else {
             continue;
         };
         if let Some(first) = ids.get(&watch.id) {
@@ -998,6 +1015,7 @@ pub(crate) fn load_watch_dir(
 fn load_watch_file(
     file: &Path,
     daemon: &DaemonConfig,
+    fence: &Fence,
     known: Option<&BTreeSet<String>>,
     out: &mut Vec<Diagnostic>,
 ) -> Option<(Watch, Pos)> {
@@ -1029,7 +1047,7 @@ fn load_watch_file(
         }
     };
     let mut cx = Ctx::new(file);
-    let watch = watch(raw, daemon, known, &mut cx);
+    let watch = watch(raw, daemon, fence, known, &mut cx);
     let ok = cx.diags.is_empty();
     cx.finish(out);
     if ok { watch } else { None }
@@ -1038,6 +1056,7 @@ fn load_watch_file(
 fn watch(
     raw: Sp<RawWatch>,
     daemon: &DaemonConfig,
+    fence: &Fence,
     known: Option<&BTreeSet<String>>,
     cx: &mut Ctx,
 ) -> Option<(Watch, Pos)> {
@@ -1075,7 +1094,7 @@ fn watch(
             (stem, root_at)
         }
     };
-    let url = page_url(&raw.url, cx);
+    let url = page_url(&raw.url, fence, public_clip(&raw), cx);
     let schedule = schedule(&raw.schedule, cx);
     let fetch = watch_fetch(raw.fetch.as_ref().map(|f| &f.value), &daemon.fetch, cx);
     let mut ignore = Vec::new();
@@ -1298,7 +1317,18 @@ fn watch(
     ))
 }
 
-fn page_url(v: &Sp<String>, cx: &mut Ctx) -> Option<Url> {
+/// The name of a public clip of `raw`, if it has one.
+fn public_clip(raw: &RawWatch) -> Option<&str> {
+    raw.clips
+        .iter()
+        .flatten()
+        .find(|(_, c)| c.value.public.as_ref().is_some_and(|p| p.value))
+        .map(|(name, _)| name.as_str())
+}
+
+/// The watch's URL, checked, and checked against the fence; `public` names
+/// a public clip, which makes a refused file's exposure plain.
+fn page_url(v: &Sp<String>, fence: &Fence, public: Option<&str>, cx: &mut Ctx) -> Option<Url> {
     let url = match Url::parse(v.value.trim()) {
         Ok(u) => u,
         Err(e) => {
@@ -1312,9 +1342,15 @@ fn page_url(v: &Sp<String>, cx: &mut Ctx) -> Option<Url> {
         }
     };
     match url.scheme() {
-        "http" | "https" => Some(url),
+        "http" | "https" => {
+            if let Err(e) = fence.check_watch_url(&url) {
+                cx.err(v.at, "url", e.to_string());
+                return None;
+            }
+            Some(url)
+        }
         "file" => {
-            if url.to_file_path().is_err() {
+            let Ok(path) = url.to_file_path() else {
                 cx.err(
                     v.at,
                     "url",
@@ -1323,6 +1359,14 @@ fn page_url(v: &Sp<String>, cx: &mut Ctx) -> Option<Url> {
                         v.value
                     ),
                 );
+                return None;
+            };
+            if let Err(e) = fence.check_file_url(&path) {
+                let exposure = match public {
+                    Some(clip) => format!(" (clip `{clip}` would serve it to anyone)"),
+                    None => String::new(),
+                };
+                cx.err(v.at, "url", format!("{e}{exposure}"));
                 return None;
             }
             Some(url)
@@ -1438,6 +1482,48 @@ fn fetch_settings(f: FetchFields<'_>, d: &FetchDefaults, cx: &mut Ctx) -> FetchD
             Some(p) => cx.proxy(Some(p), "fetch.proxy"),
             None => d.proxy.clone(),
         },
+        file_roots: d.file_roots.clone(),
+        allow_private: d.allow_private,
+        allow_hosts: d.allow_hosts.clone(),
+        trust_watch_urls: d.trust_watch_urls,
+    }
+}
+
+/// The fence settings of the daemon file's `fetch` section into `c`.
+fn fence_settings(f: &RawFetchDefaults, c: &mut FetchDefaults, cx: &mut Ctx) {
+    if let Some(roots) = &f.file_roots {
+        let mut out = Vec::new();
+        for (i, root) in roots.value.iter().enumerate() {
+            let text = root.value.trim();
+            if text.is_empty() {
+                cx.err(
+                    root.at,
+                    &format!("fetch.file_roots[{i}]"),
+                    "must not be empty",
+                );
+                continue;
+            }
+            let path = cx.path(text);
+            out.push(std::path::absolute(&path).unwrap_or(path));
+        }
+        c.file_roots = Some(out);
+    }
+    if let Some(a) = &f.allow_private {
+        c.allow_private = a.value;
+    }
+    for (i, entry) in f
+        .allow_hosts
+        .iter()
+        .flat_map(|v| v.value.iter())
+        .enumerate()
+    {
+        match AllowHost::parse(&entry.value) {
+            Ok(host) => c.allow_hosts.push(host),
+            Err(message) => cx.err(entry.at, &format!("fetch.allow_hosts[{i}]"), message),
+        }
+    }
+    if let Some(t) = &f.trust_watch_urls {
+        c.trust_watch_urls = t.value;
     }
 }
 

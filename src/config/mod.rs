@@ -11,6 +11,15 @@
 //!
 //! Relative paths in the daemon file are relative to its directory; relative
 //! secret files in a watch file are relative to the watch file's directory.
+//!
+//! Secrets (`{env: NAME}`, `{file: PATH}`) are read while checking. A secret
+//! file must be a regular file of at most [`MAX_SECRET_FILE`] bytes: it is
+//! opened without blocking, so a FIFO or a device named by mistake (or
+//! malice) is an error, never a hang or an endless read.
+//!
+//! The daemon's fence ([`crate::fence`]) is checked here too: a `file://`
+//! watch outside the file roots, or (with `fetch.trust_watch_urls: false`) a
+//! watch URL at a literal internal address, is a diagnostic on its `url`.
 
 mod check;
 mod raw;
@@ -25,10 +34,15 @@ use std::time::Duration;
 use url::Url;
 
 pub use crate::budget::PageLimits;
+use crate::fence::{AllowHost, Fence};
 use crate::schedule::Schedule;
 use crate::store::Retention;
 
 pub use raw::{daemon_schema, watch_schema};
+
+/// The largest secret file accepted: 64 KiB (a key or token is far
+/// smaller).
+pub const MAX_SECRET_FILE: u64 = 64 * 1024;
 
 /// A secret value (password, token, key), read from an environment variable
 /// or a file during validation. Its `Debug` prints `"***"`.
@@ -223,6 +237,19 @@ pub struct FetchDefaults {
     pub retries: u32,
     /// Proxy URL (http, https, socks5, socks5h).
     pub proxy: Option<String>,
+    /// Directories `file://` watches may read under (absolute); `None`: the
+    /// watches directory's parent (see [`DaemonConfig::fence`]). Daemon file
+    /// only.
+    pub file_roots: Option<Vec<PathBuf>>,
+    /// Redirects may lead to internal addresses (default false). Daemon file
+    /// only.
+    pub allow_private: bool,
+    /// Hosts and networks redirects may reach even when internal. Daemon
+    /// file only.
+    pub allow_hosts: Vec<AllowHost>,
+    /// Watch URLs may point at internal addresses (default true). Daemon
+    /// file only.
+    pub trust_watch_urls: bool,
 }
 
 impl Default for FetchDefaults {
@@ -234,6 +261,32 @@ impl Default for FetchDefaults {
             max_redirects: 10,
             retries: 2,
             proxy: None,
+            file_roots: None,
+            allow_private: false,
+            allow_hosts: Vec::new(),
+            trust_watch_urls: true,
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// The fence the daemon fetches within: the configured policy, the file
+    /// roots defaulting to the watches directory's parent (absolute).
+    pub fn fence(&self) -> Fence {
+        let roots = self.fetch.file_roots.clone().unwrap_or_else(|| {
+            let watches =
+                std::path::absolute(&self.watches_dir).unwrap_or_else(|_| self.watches_dir.clone());
+            vec![
+                watches
+                    .parent()
+                    .map_or_else(|| watches.clone(), Path::to_path_buf),
+            ]
+        });
+        Fence {
+            file_roots: roots,
+            allow_private: self.fetch.allow_private,
+            allow_hosts: self.fetch.allow_hosts.clone(),
+            trust_watch_urls: self.fetch.trust_watch_urls,
         }
     }
 }

@@ -375,6 +375,14 @@ pub(crate) struct RawFetchDefaults {
     pub retries: Option<Sp<u32>>,
     /// Proxy URL (http, https, socks5, socks5h).
     pub proxy: Option<Sp<String>>,
+    /// Directories file:// watches may read pages from; relative paths are relative to this file, symlinks are resolved; [] allows no file:// watch. Default: the parent of the watches directory.
+    pub file_roots: Option<Sp<Vec<Sp<String>>>>,
+    /// Let redirects lead to loopback, private, link-local (cloud metadata), shared and other internal addresses. Default: false.
+    pub allow_private: Option<Sp<bool>>,
+    /// Hosts and networks redirects may reach even when their addresses are internal: a host name, HOST:PORT, an IP address, IP:PORT or a CIDR network (10.0.0.0/8, fd00::/8).
+    pub allow_hosts: Option<Sp<Vec<Sp<String>>>>,
+    /// Whether a watch file's own URL (its host and port) may point at an internal address: the operator wrote it. false holds watch URLs to the rule redirects follow. Default: true.
+    pub trust_watch_urls: Option<Sp<bool>>,
 }
 
 /// Concurrency limits.

@@ -257,3 +257,45 @@ fn unreadable_sources_are_named_once() {
         "{stderr}"
     );
 }
+
+#[test]
+fn debug_logging_does_not_dump_the_page() {
+    let page = "<html><body><table><caption>Shares</caption><tr><td>GAZP</td>\
+                <td>Xylophone-secret-7731</td></tr></table>\
+                <p>Quietly-unlogged-text <b>markup</b></body></html>";
+    for (level, rust_log) in [("debug", None), ("trace", None), ("info", Some("debug"))] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_semclip"));
+        cmd.args(["--log-level", level, "hierarchy", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        match rust_log {
+            Some(v) => cmd.env("RUST_LOG", v),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(page.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let args = ["--log-level", level, "hierarchy", "-"];
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stdout.contains("Xylophone-secret-7731"), "{stdout}");
+        // Something is logged at this level, but not the page's text.
+        assert!(
+            stderr.contains("read standard input"),
+            "{level} {rust_log:?}: {stderr}"
+        );
+        for text in ["Xylophone-secret-7731", "Quietly-unlogged-text"] {
+            assert!(
+                !stderr.contains(text),
+                "{level} {rust_log:?} logs the page:\n{stderr}"
+            );
+        }
+    }
+}

@@ -190,7 +190,8 @@ fn example_secret_files_are_read_and_trimmed() {
     std::fs::write(dir.path().join("key"), "s3cret\n").unwrap();
     std::fs::write(
         dir.path().join("semclip.yaml"),
-        "smtp: {host: mail.example.org, security: tls, from: \"semclip <s@example.org>\"}\n\
+        "fetch: {file_roots: [/srv]}\n\
+         smtp: {host: mail.example.org, security: tls, from: \"semclip <s@example.org>\"}\n\
          notifiers:\n  hook: {webhook: {url: \"https://h.example.org/x\", secret: {file: key}, headers: {X-Team: ops}}}\n  mail: {email: {to: [ops@example.org]}}\n\
          tokens:\n  t: {secret: {file: key}, scopes: [admin, read, admin]}\n",
     )
@@ -675,6 +676,221 @@ fn server_settings_and_clips_are_checked() {
             "clips.two.stylesheet: no stylesheet `missing.xsl` in {}",
             xslt.display()
         )),
+        "{stderr}"
+    );
+}
+
+// ------------------------------------------------------------ the fence
+
+#[test]
+fn a_public_file_clip_outside_the_file_roots_is_refused_at_validation() {
+    let dir = tree(&[
+        ("semclip.yaml", "watches: watches\n"),
+        ("pages/ok.html", "<p>fine</p>"),
+        (
+            "watches/a-shadow.yaml",
+            "url: file:///etc/shadow\nschedule: {every: 1m}\nclips:\n  all: {xpath: /page, public: true}\n",
+        ),
+        (
+            "watches/b-environ.yaml",
+            "url: file:///proc/self/environ\nschedule: {every: 1m}\n",
+        ),
+        (
+            "watches/c-inside.yaml",
+            "url: file://DIR/pages/ok.html\nschedule: {every: 1m}\nclips:\n  all: {xpath: /page, public: true}\n",
+        ),
+        (
+            "watches/d-dotdot.yaml",
+            "url: file://DIR/pages/..%2F..%2Fetc/passwd\nschedule: {every: 1m}\n",
+        ),
+    ]);
+    let d = dir.path().display().to_string();
+    for name in ["c-inside", "d-dotdot"] {
+        let path = dir.path().join(format!("watches/{name}.yaml"));
+        let text = std::fs::read_to_string(&path).unwrap().replace("DIR", &d);
+        std::fs::write(&path, text).unwrap();
+    }
+    // A symlink under the root that leads out of it.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("pages/link.html")).unwrap();
+        std::fs::write(
+            dir.path().join("watches/e-link.yaml"),
+            format!("url: file://{d}/pages/link.html\nschedule: {{every: 1m}}\n"),
+        )
+        .unwrap();
+    }
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "watches/a-shadow.yaml:1:6: url: `/etc/shadow` is outside the file roots ({}): add a directory holding it to fetch.file_roots in the daemon file (clip `all` would serve it to anyone)",
+            dir.path().display()
+        ),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "watches/b-environ.yaml:1:6: url: `/proc/self/environ` is outside the file roots"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].starts_with("watches/d-dotdot.yaml:1:6: url: ")
+            && lines[2].contains("has a `..` component"),
+        "{stderr}"
+    );
+    #[cfg(unix)]
+    assert!(
+        lines[3].starts_with(&format!(
+            "watches/e-link.yaml:1:6: url: `{d}/pages/link.html` is outside the file roots"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("c-inside"), "{stderr}");
+
+    // Configured roots, relative to the daemon file: the inside watch alone
+    // is fine, and `[]` refuses every file watch.
+    for name in ["a-shadow", "b-environ", "d-dotdot", "e-link"] {
+        let _ = std::fs::remove_file(dir.path().join(format!("watches/{name}.yaml")));
+    }
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "watches: watches\nfetch: {file_roots: [pages]}\n",
+    )
+    .unwrap();
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "watches: watches\nfetch: {file_roots: []}\n",
+    )
+    .unwrap();
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is outside the file roots (none configured)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn fence_settings_are_read_and_checked() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "fetch:\n  allow_private: true\n  allow_hosts: [wiki.corp, \"10.0.0.0/8\", \"127.0.0.1:8787\", \"10.0.0.0/40\", \"a b\"]\n  file_roots: [pages, /srv, \"\"]\n",
+        ),
+        (
+            "watches/w.yaml",
+            "url: http://169.254.169.254/\nschedule: {every: 1m}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "semclip.yaml:3:60: fetch.allow_hosts[3]: `10.0.0.0/40` has a bad prefix length: write a host name, HOST:PORT, an IP address, IP:PORT or a CIDR network like 10.0.0.0/8",
+            "semclip.yaml:3:75: fetch.allow_hosts[4]: `a b` is not a host name: write a host name, HOST:PORT, an IP address, IP:PORT or a CIDR network like 10.0.0.0/8",
+            "semclip.yaml:4:29: fetch.file_roots[2]: must not be empty",
+        ],
+        "{stderr}"
+    );
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "fetch:\n  allow_private: true\n  allow_hosts: [wiki.corp, \"10.0.0.0/8\", \"127.0.0.1:8787\"]\n  file_roots: [pages, /srv]\n",
+    )
+    .unwrap();
+    let loaded = config::load(Some(&dir.path().join("semclip.yaml")), None).unwrap();
+    let fence = loaded.daemon.fence();
+    assert!(fence.allow_private);
+    assert!(fence.trust_watch_urls);
+    assert_eq!(
+        fence
+            .allow_hosts
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["wiki.corp", "10.0.0.0/8", "127.0.0.1:8787"]
+    );
+    assert_eq!(
+        fence.file_roots,
+        [dir.path().join("pages"), PathBuf::from("/srv")]
+    );
+    // The default root is the watches directory's parent.
+    std::fs::write(dir.path().join("semclip.yaml"), "watches: watches\n").unwrap();
+    let loaded = config::load(Some(&dir.path().join("semclip.yaml")), None).unwrap();
+    assert_eq!(loaded.daemon.fence().file_roots, [dir.path().to_path_buf()]);
+    assert!(!loaded.daemon.fence().allow_private);
+
+    // Untrusted watch URLs: a literal internal address is refused at once.
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "fetch: {trust_watch_urls: false}\n",
+    )
+    .unwrap();
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).lines().next().unwrap(),
+        "watches/w.yaml:1:6: url: refused watch URL at private address 169.254.169.254 (link-local, cloud metadata) at http://169.254.169.254/: admit it with fetch.allow_private or fetch.allow_hosts in the daemon file"
+    );
+}
+
+#[test]
+fn oversized_and_special_secret_files_are_clear_errors_and_never_hang() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "tokens:\n  big: {secret: {file: big.key}, scopes: [read]}\n  zero: {secret: {file: /dev/zero}, scopes: [read]}\n  fifo: {secret: {file: fifo.key}, scopes: [read]}\n  dir: {secret: {file: watches}, scopes: [read]}\n  ok: {secret: {file: ok.key}, scopes: [read]}\n",
+        ),
+        ("big.key", &"k".repeat(64 * 1024 + 1)),
+        ("ok.key", &"k".repeat(64 * 1024)),
+        (
+            "watches/w.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\n",
+        ),
+    ]);
+    let made = Command::new("mkfifo")
+        .arg(dir.path().join("fifo.key"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // A FIFO nobody writes to: a blocking open would wait forever.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_semclip"))
+        .arg("validate")
+        .current_dir(dir.path())
+        .env_remove("STATE_DIRECTORY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("validate hangs on a FIFO secret");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "semclip.yaml:2:17: tokens.big.secret: cannot read secret file big.key: larger than 64 KiB",
+            "semclip.yaml:3:18: tokens.zero.secret: cannot read secret file /dev/zero: a character device, not a regular file",
+            "semclip.yaml:4:18: tokens.fifo.secret: cannot read secret file fifo.key: a FIFO, not a regular file",
+            "semclip.yaml:5:17: tokens.dir.secret: cannot read secret file watches: a directory, not a regular file",
+            "semclip: 4 configuration problems found",
+        ],
         "{stderr}"
     );
 }

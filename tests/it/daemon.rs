@@ -765,3 +765,67 @@ fn a_restart_keeps_the_schedule_neither_repeating_nor_losing_a_run() {
     );
     assert_eq!(daemon.stop().code(), Some(0));
 }
+
+#[test]
+fn a_redirect_to_another_local_port_is_refused_and_the_other_watches_go_on() {
+    let site = Site::start("251,30");
+    let internal = Site::start("999,99");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let sneaky = format!(
+        "url: {}\nschedule: {{every: 1s}}\nfetch: {{timeout: 5s, retries: 0}}\n\
+         failures: {{alert_after: 1}}\n",
+        site.url(&format!("/to-port-{}", internal.addr.port()))
+    );
+    setup(
+        dir,
+        "",
+        &[
+            ("good", quotes_watch(&site.url("/quotes.html"), "log")),
+            ("sneaky", sneaky),
+        ],
+    );
+    let daemon = Daemon::start(dir);
+    daemon.wait_log(
+        "refused redirect to private address",
+        Duration::from_secs(20),
+    );
+    let n = site.seen("/quotes.html").len();
+    site.wait_for("/quotes.html", n + 2, Duration::from_secs(20));
+    let sneaky_tries = site
+        .seen(&format!("/to-port-{}", internal.addr.port()))
+        .len();
+    assert!(sneaky_tries >= 2, "the refused watch keeps its schedule");
+    assert_eq!(daemon.stop().code(), Some(0));
+    assert!(internal.seen("/quotes.html").is_empty(), "never fetched");
+    let statuses = store(dir).statuses().unwrap();
+    let status = |id: &str| statuses.iter().find(|s| s.watch == id).unwrap().clone();
+    let error = status("sneaky").last_error.unwrap_or_default();
+    assert_eq!(
+        error,
+        format!(
+            "refused redirect to private address 127.0.0.1 (loopback) at {}: admit it with fetch.allow_private or fetch.allow_hosts in the daemon file",
+            internal.url("/quotes.html")
+        )
+    );
+    assert_eq!(status("good").last_error, None);
+
+    // Admitted: the same watches both succeed.
+    std::fs::write(
+        dir.join("semclip.yaml"),
+        "database: state/semclip.db\nwatches: watches\nnotifiers:\n  log: {file: {path: alerts.jsonl}}\n\
+         fetch: {allow_private: true}\n",
+    )
+    .unwrap();
+    let config = dir.join("semclip.yaml");
+    let args = ["check", "sneaky", "--config", config.to_str().unwrap()];
+    let out = semclip(&args, None);
+    // 1: the watch had been failing (alerted after 1), so it raises "recovered".
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sneaky: first snapshot stored"),
+        "{}",
+        describe(&args, &out)
+    );
+    assert_eq!(internal.seen("/quotes.html").len(), 1);
+}

@@ -6,6 +6,7 @@
 //! - hostile pages: `/silent` (never answers), `/trickle` (a byte a second),
 //!   `/huge` (50 MB), `/bomb` (a gzip bomb), `/loop` (a redirect loop),
 //!   `/error` (500), `/bad-utf8` (invalid UTF-8 in a page declaring UTF-8),
+//!   `/to-port-N` (a redirect to `http://127.0.0.1:N/quotes.html`),
 //!   and the page shapes of [`crate::hostile::shapes`] by name.
 //!
 //! Every request is logged with its `If-None-Match`.
@@ -246,6 +247,14 @@ async fn hostile(
             .body(Body::empty())
             .unwrap(),
         "error" => (StatusCode::INTERNAL_SERVER_ERROR, "broken").into_response(),
+        port if port.starts_with("to-port-") => Response::builder()
+            .status(StatusCode::FOUND)
+            .header(
+                header::LOCATION,
+                format!("http://127.0.0.1:{}/quotes.html", &port["to-port-".len()..]),
+            )
+            .body(Body::empty())
+            .unwrap(),
         "bad-utf8" => {
             let mut body = b"<html><head><meta charset=utf-8><title>Bad</title></head><body>\
                 <table><caption>Shares</caption><tr><th>Ticker<th>Last<tr><td>GAZP<td>251,30\

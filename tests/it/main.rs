@@ -33,3 +33,4 @@ mod store;
 mod tables;
 mod templates;
 mod util;
+mod xpath_diff;

@@ -1241,3 +1241,266 @@ fn the_default_limit_is_20_mib() {
         DEFAULT_MAX_BODY_BYTES
     );
 }
+
+// ---------------------------------------------------------------------------
+// The daemon's fetcher behind its fence (`semclip::fetch`, `semclip::fence`)
+
+mod fenced {
+    use super::*;
+    use semclip::fence::{AllowHost, Fence, FenceError};
+    use semclip::fetch::{Clients, Credentials, Fetched, HostLimiter, PageRequest, fetch};
+
+    fn request(url: &str) -> PageRequest {
+        PageRequest {
+            url: Url::parse(url).unwrap(),
+            opts: short_timeouts(),
+            retries: 2,
+            headers: vec![("X-Team".into(), "ops".into())],
+            cookies: vec![("session".into(), "abc".into())],
+            credentials: Some(Credentials::Bearer("t0ken".into())),
+            etag: None,
+            last_modified: None,
+        }
+    }
+
+    async fn get(fence: Fence, url: &str) -> Result<Fetched, SourceError> {
+        let clients = Clients::new(Arc::new(fence));
+        fetch(
+            &clients,
+            &HostLimiter::new(4, Duration::ZERO),
+            &request(url),
+        )
+        .await
+    }
+
+    fn body(fetched: Fetched) -> Vec<u8> {
+        match fetched {
+            Fetched::Page { page, .. } => page.bytes,
+            Fetched::NotModified => panic!("304"),
+        }
+    }
+
+    /// A page server, and a server that redirects everything to `to`.
+    async fn redirecting_to(
+        to: impl Fn(u16) -> String + Send + Sync + 'static,
+    ) -> (TestServer, TestServer) {
+        let target = TestServer::start(|_| Reply::ok("text/html", "<p>internal</p>")).await;
+        let port = target.addr.port();
+        let redirector = TestServer::start(move |path| {
+            if path == "/same" {
+                return Reply::redirect("/landed");
+            }
+            if path == "/landed" {
+                return Reply::ok("text/html", "<p>same origin</p>");
+            }
+            Reply::redirect(&to(port))
+        })
+        .await;
+        (target, redirector)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_redirect_to_127_0_0_1_on_another_port_is_refused_by_default() {
+        let (target, redirector) =
+            redirecting_to(|port| format!("http://127.0.0.1:{port}/admin")).await;
+        let error = get(Fence::default(), &redirector.url("/page"))
+            .await
+            .unwrap_err();
+        let target_url = format!("http://127.0.0.1:{}/admin", target.addr.port());
+        assert!(
+            matches!(&error, SourceError::Fenced(FenceError::PrivateAddress { redirect: true, url, kind: "loopback", .. }) if url.as_str() == target_url),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "refused redirect to private address 127.0.0.1 (loopback) at {target_url}: admit it with fetch.allow_private or fetch.allow_hosts in the daemon file"
+            )
+        );
+        assert!(
+            target.requests.lock().unwrap().is_empty(),
+            "the target was never asked"
+        );
+        assert_eq!(
+            redirector.requests.lock().unwrap().len(),
+            1,
+            "not retried: it would not help"
+        );
+        // The watch's own host and port stay trusted through a redirect.
+        let page = get(Fence::default(), &redirector.url("/same"))
+            .await
+            .unwrap();
+        assert_eq!(body(page), b"<p>same origin</p>");
+
+        // Admitted by allow_private, or by naming the address and port.
+        let open = Fence {
+            allow_private: true,
+            ..Fence::default()
+        };
+        assert_eq!(
+            body(get(open, &redirector.url("/page")).await.unwrap()),
+            b"<p>internal</p>"
+        );
+        let listed = Fence {
+            allow_hosts: vec![
+                AllowHost::parse(&format!("127.0.0.1:{}", target.addr.port())).unwrap(),
+            ],
+            ..Fence::default()
+        };
+        assert_eq!(
+            body(get(listed, &redirector.url("/page")).await.unwrap()),
+            b"<p>internal</p>"
+        );
+        // Credentials and cookies went to the watch's host only.
+        let requests = target.requests.lock().unwrap().clone();
+        assert_eq!(requests.len(), 2);
+        for head in &requests {
+            let lower = head.to_ascii_lowercase();
+            assert!(
+                !lower.contains("authorization") && !lower.contains("cookie"),
+                "{head}"
+            );
+            assert!(lower.contains("x-team: ops"), "{head}");
+        }
+        assert_eq!(
+            redirector.request_header(0, "authorization").as_deref(),
+            Some("Bearer t0ken")
+        );
+        assert_eq!(
+            redirector.request_header(0, "cookie").as_deref(),
+            Some("session=abc")
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_name_is_judged_by_the_address_it_resolves_to() {
+        let (target, redirector) =
+            redirecting_to(|port| format!("http://localhost:{port}/admin")).await;
+        let error = get(Fence::default(), &redirector.url("/page"))
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(
+                &error,
+                SourceError::Fenced(FenceError::PrivateAddress {
+                    redirect: true,
+                    kind: "loopback",
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert!(
+            message.starts_with("refused redirect to private address ")
+                && message.contains(&format!("at http://localhost:{}/admin", target.addr.port())),
+            "{message}"
+        );
+        assert!(target.requests.lock().unwrap().is_empty());
+        // A name on the allow-list resolves as usual.
+        let listed = Fence {
+            allow_hosts: vec![AllowHost::parse("localhost").unwrap()],
+            ..Fence::default()
+        };
+        assert_eq!(
+            body(get(listed, &redirector.url("/page")).await.unwrap()),
+            b"<p>internal</p>"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn redirects_to_other_schemes_are_refused() {
+        let (_target, redirector) = redirecting_to(|_| "file:///etc/passwd".to_owned()).await;
+        for fence in [
+            Fence::default(),
+            Fence {
+                allow_private: true,
+                ..Fence::default()
+            },
+        ] {
+            let error = get(fence, &redirector.url("/page")).await.unwrap_err();
+            assert!(
+                matches!(&error, SourceError::Fenced(FenceError::Scheme { url }) if url.as_str() == "file:///etc/passwd"),
+                "{error:?}"
+            );
+        }
+        // The CLI's client does not follow it either.
+        let (client, opts) = quick(short_timeouts());
+        assert!(
+            load(&redirector.url("/page"), &client, &opts)
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_redirect_limit_covers_the_chain() {
+        let server = TestServer::start(redirect_chain).await;
+        let mut req = request(&server.url("/r/3"));
+        req.opts.max_redirects = 3;
+        let clients = Clients::new(Arc::new(Fence::default()));
+        let limiter = HostLimiter::new(4, Duration::ZERO);
+        assert_eq!(
+            body(fetch(&clients, &limiter, &req).await.unwrap()),
+            b"<p>arrived</p>"
+        );
+        let req = PageRequest {
+            url: Url::parse(&server.url("/loop")).unwrap(),
+            ..req
+        };
+        let error = fetch(&clients, &limiter, &req).await.unwrap_err();
+        assert!(
+            matches!(&error, SourceError::TooManyRedirects { limit: 3, url, .. } if url.as_str() == server.url("/loop")),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn untrusted_watch_urls_keep_to_the_redirect_rule() {
+        let server = TestServer::start(|_| Reply::ok("text/html", "<p>hi</p>")).await;
+        let fence = Fence {
+            trust_watch_urls: false,
+            ..Fence::default()
+        };
+        let error = get(fence, &server.url("/")).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("refused watch URL at private address 127.0.0.1 (loopback)"),
+            "{error}"
+        );
+        assert!(server.requests.lock().unwrap().is_empty());
+        assert!(get(Fence::default(), &server.url("/")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn file_watches_read_under_the_roots_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("page.html"), "<p>local</p>").unwrap();
+        let fence = Fence {
+            file_roots: vec![dir.path().to_owned()],
+            ..Fence::default()
+        };
+        let url = Url::from_file_path(dir.path().join("page.html")).unwrap();
+        assert_eq!(
+            body(get(fence.clone(), url.as_str()).await.unwrap()),
+            b"<p>local</p>"
+        );
+        for outside in ["file:///etc/passwd", "file:///proc/self/environ"] {
+            let error = get(fence.clone(), outside).await.unwrap_err();
+            assert!(
+                matches!(error, SourceError::Fenced(FenceError::OutsideRoots { .. })),
+                "{outside}: {error:?}"
+            );
+        }
+        // Swapped for a symlink after validation: still refused.
+        std::fs::remove_file(dir.path().join("page.html")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("page.html")).unwrap();
+        #[cfg(unix)]
+        assert!(matches!(
+            get(fence, url.as_str()).await,
+            Err(SourceError::Fenced(FenceError::OutsideRoots { .. }))
+        ));
+    }
+}
