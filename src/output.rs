@@ -247,6 +247,10 @@ fn outline_node(out: &mut String, n: &HNode, depth: usize) {
     if let Some(i) = ident {
         let _ = write!(out, " {i}");
     }
+    if let Some(k) = n.attr("keycol") {
+        // The key column's header (a table's corner) is data too.
+        let _ = write!(out, " (keyed by {k})");
+    }
     if let Some(t) = &n.text {
         let sep = if ident.is_some() || n.col.is_some() {
             ":"

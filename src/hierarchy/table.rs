@@ -14,8 +14,23 @@
 //! - the row key is the first column; keys that repeat get ` #n` and an
 //!   `ordinal` attribute, so every row stays addressable; a row that is one
 //!   cell spanning the whole width is a label row with no cells;
+//! - when every body row has row headers (TH) in several leading columns,
+//!   the key is hierarchical: those columns' texts joined by
+//!   [`KEY_SEPARATOR`] (`North / New York`), one row per body row. This was
+//!   chosen over nesting rows inside rows: the vocabulary stays as it is,
+//!   every value keeps the three-step path `row -> cell -> value`, and a
+//!   diff reads `North / New York / Sales: 100 -> 110`. Tables keyed by one
+//!   column (all the others) keep their keys and ids;
+//! - the key column's header is the table's `keycol` (`Region / City` for
+//!   a hierarchical key). That is where the first column's header lives
+//!   (`//table[@keycol='Name']/row[@key='Alice']` finds `Name -> Alice`); it
+//!   is not repeated as a cell of every row, which would double every key
+//!   and break the diff's detection of a renamed row;
 //! - column headers are the header rows' texts top to bottom, empty parts
-//!   skipped; repeated headers get ` #n`;
+//!   skipped; repeated headers get ` #n`; a header that heads no value in
+//!   any row (a column of images without `alt`, a header row wider than
+//!   the body) gives every row an empty cell under it, so that no visible
+//!   text of a data table is lost;
 //! - tables used for layout are not data: `role="presentation"`, one row,
 //!   or (without any TH, caption or THEAD) one column, a cell holding a
 //!   heading or more than [`LAYOUT_CELL_WORDS`] words, or a first row
@@ -536,11 +551,13 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         .iter()
         .map(|l| width > 1 && single_cell_row(l, width))
         .collect();
+    let key_cols = row_header_columns(&grid[header_rows..], &label_rows, &cells, width);
     let mut uses = vec![0usize; cells.len()];
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         for (j, slot) in line.iter().enumerate() {
             if let Some(s) = slot
-                && ((j == 0 && cells[s.cell].plain.is_none()) || (j > 0 && !label_row))
+                && ((j < key_cols && cells[s.cell].plain.is_none())
+                    || (j >= key_cols && !label_row))
             {
                 uses[s.cell] += 1;
             }
@@ -549,14 +566,23 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let mut cells = cells;
     let weights: Vec<(u64, u64)> = cells.iter().map(|c| weigh(&c.nodes)).collect();
     let mut rows: Vec<HNode> = Vec::new();
+    // Per kept row: the column of each cell, and whether it is a label row.
+    let mut row_cols: Vec<(Vec<usize>, bool)> = Vec::new();
+    let mut headed = vec![false; width];
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
+        let mut at: Vec<usize> = Vec::new();
+        let mut key: Vec<String> = Vec::new();
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
-            if j == 0
+            if j < key_cols
                 && let Some(t) = &cells[slot.cell].plain
             {
-                row.key = Some(t.clone()).filter(|t| !t.is_empty());
+                // A rowspan copies a row header into every row it covers,
+                // so each row carries its whole key.
+                if !t.is_empty() && key.last() != Some(t) {
+                    key.push(t.clone());
+                }
                 continue;
             }
             if j > 0 && label_row {
@@ -577,14 +603,41 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
             if let Some(mut n) = wrap_node(Kind::Cell, nodes) {
                 n.col = Some(cols[j].clone()).filter(|c| !c.is_empty());
                 row.children.push(n);
+                at.push(j);
+                headed[j] = true;
             }
+        }
+        if !key.is_empty() {
+            row.key = Some(key.join(KEY_SEPARATOR));
         }
         if row.key.is_some() || !row.children.is_empty() {
             rows.push(row);
+            row_cols.push((at, label_row));
         }
     }
     if rows.is_empty() {
         return None;
+    }
+    // A column header that heads no value in any row (a column of images
+    // without text, a header row wider than the body) is still data: every
+    // row gets an empty cell under it, so no header text is lost.
+    for (j, col) in cols.iter().enumerate().skip(key_cols) {
+        if headed[j] || col.is_empty() {
+            continue;
+        }
+        for (row, (at, label_row)) in rows.iter_mut().zip(&mut row_cols) {
+            if *label_row {
+                continue;
+            }
+            if !b.budget.nodes(1, col.len() as u64) {
+                break;
+            }
+            let mut n = HNode::new(Kind::Cell);
+            n.col = Some(col.clone());
+            let pos = at.iter().position(|&c| c > j).unwrap_or(at.len());
+            at.insert(pos, j);
+            row.children.insert(pos, n);
+        }
     }
     let mut keys: Vec<String> = rows
         .iter()
@@ -602,11 +655,63 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     }
     let mut table = HNode::new(Kind::Table);
     table.label = spec.label.or(title);
-    if let Some(k) = cols.first().filter(|k| !k.is_empty()) {
-        table.attrs.push(("keycol", k.clone()));
+    let keycol: Vec<&str> = cols
+        .iter()
+        .take(key_cols.max(1))
+        .map(String::as_str)
+        .filter(|k| !k.is_empty())
+        .collect();
+    if !keycol.is_empty() {
+        table.attrs.push(("keycol", keycol.join(KEY_SEPARATOR)));
     }
     table.children = rows;
     Some(table)
+}
+
+/// How the parts of a key read from several row-header columns are
+/// joined (`North / New York`), and the headers of those columns in
+/// `keycol` (`Region / City`).
+pub const KEY_SEPARATOR: &str = " / ";
+
+/// How many leading columns make the row key: 1, or more when the body
+/// rows carry row headers in several columns (`<th rowspan=2>North</th>
+/// <th>New York</th><td>100</td>`): the leading columns where every body
+/// row (label rows aside) has a TH of plain text, as long as at least
+/// one column of data is left. A rowspan on such a TH is copied into every
+/// row it covers (as a TD's is), so each row has its whole key.
+fn row_header_columns(
+    body: &[Vec<Option<Slot>>],
+    label_rows: &[bool],
+    cells: &[Built],
+    width: usize,
+) -> usize {
+    let rows: Vec<&Vec<Option<Slot>>> = body
+        .iter()
+        .zip(label_rows)
+        .filter(|(_, label)| !**label)
+        .map(|(l, _)| l)
+        .collect();
+    if rows.is_empty() {
+        return 1;
+    }
+    let header_column = |j: usize| {
+        rows.iter().all(|line| {
+            line.get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|s| cells[s.cell].header && cells[s.cell].plain.is_some())
+        }) && rows.iter().any(|line| {
+            line.get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|s| cells[s.cell].plain.as_deref().is_some_and(|t| !t.is_empty()))
+        })
+    };
+    let mut k = 0;
+    while k + 1 < width && header_column(k) {
+        k += 1;
+    }
+    k.max(1)
 }
 
 /// Makes the non-empty strings of `v` unique: the second `x` becomes
