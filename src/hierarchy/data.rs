@@ -237,7 +237,10 @@ fn json_ld(dom: &Dom) -> Vec<Value> {
         }
         seen += 1;
         if seen > MAX_SCRIPTS {
-            tracing::debug!(limit = MAX_SCRIPTS, "structured data: further JSON-LD scripts skipped");
+            tracing::debug!(
+                limit = MAX_SCRIPTS,
+                "structured data: further JSON-LD scripts skipped"
+            );
             break;
         }
         let mut text = String::new();
@@ -260,7 +263,11 @@ fn json_ld(dom: &Dom) -> Vec<Value> {
 /// JSON-LD as some pages wrap it: in an HTML comment or CDATA section.
 fn strip_wrappers(text: &str) -> &str {
     let mut t = text.trim();
-    for (open, close) in [("<!--", "-->"), ("//<![CDATA[", "//]]>"), ("<![CDATA[", "]]>")] {
+    for (open, close) in [
+        ("<!--", "-->"),
+        ("//<![CDATA[", "//]]>"),
+        ("<![CDATA[", "]]>"),
+    ] {
         if let Some(inner) = t.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
             t = inner.trim();
         }
@@ -427,7 +434,10 @@ fn offers_availability(v: &Value, depth: usize) -> Option<String> {
             .find_map(|x| offers_availability(x, depth + 1)),
         Value::Object(o) => string(o.get("availability"))
             .map(|a| availability_term(&a))
-            .or_else(|| o.get("offers").and_then(|x| offers_availability(x, depth + 1))),
+            .or_else(|| {
+                o.get("offers")
+                    .and_then(|x| offers_availability(x, depth + 1))
+            }),
         _ => None,
     }
 }
@@ -450,7 +460,10 @@ fn availability_term(a: &str) -> String {
         "Reserved",
         "MadeToOrder",
     ];
-    let squashed: String = t.chars().filter(|c| !matches!(c, ' ' | '_' | '-')).collect();
+    let squashed: String = t
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-'))
+        .collect();
     TERMS
         .iter()
         .find(|x| x.eq_ignore_ascii_case(&squashed))
@@ -499,7 +512,13 @@ fn scope_type(dom: &Dom, id: NodeId, source: Source) -> Option<String> {
         _ => e.attr("typeof")?,
     };
     let first = t.split_ascii_whitespace().next()?;
-    Some(first.rsplit(['/', '#', ':']).next().unwrap_or(first).to_owned())
+    Some(
+        first
+            .rsplit(['/', '#', ':'])
+            .next()
+            .unwrap_or(first)
+            .to_owned(),
+    )
 }
 
 /// One microdata or RDFa item as a JSON-LD shaped object: its type and

@@ -13,7 +13,9 @@
 //!   holds a number outside the key column, or nested structure);
 //! - the row key is the first column; keys that repeat get ` #n` and an
 //!   `ordinal` attribute, so every row stays addressable; a row that is one
-//!   cell spanning the whole width is a label row with no cells;
+//!   cell spanning the whole width is a label row with no cells; leading
+//!   ones are the table's title, joined with the caption and each other by
+//!   [`KEY_SEPARATOR`] so that none of their text is lost;
 //! - when every body row has row headers (TH) in several leading columns,
 //!   the key is hierarchical: those columns' texts joined by
 //!   [`KEY_SEPARATOR`] (`North / New York`), one row per body row. This was
@@ -27,10 +29,10 @@
 //!   is not repeated as a cell of every row, which would double every key
 //!   and break the diff's detection of a renamed row;
 //! - column headers are the header rows' texts top to bottom, empty parts
-//!   skipped; repeated headers get ` #n`; a header that heads no value in
+//!   skipped; repeated headers get ` #n`. A header that heads no value in
 //!   any row (a column of images without `alt`, a header row wider than
-//!   the body) gives every row an empty cell under it, so that no visible
-//!   text of a data table is lost;
+//!   the body) is still lost: giving such rows empty cells made the diff
+//!   read the header as each row's value (a known gap, issue 17);
 //! - tables used for layout are not data: `role="presentation"`, one row,
 //!   or (without any TH, caption or THEAD) one column, a cell holding a
 //!   heading or more than [`LAYOUT_CELL_WORDS`] words, or a first row
@@ -460,16 +462,19 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
     let width = grid.iter().map(Vec::len).max().unwrap_or(0);
     // Leading rows that are one cell across the whole width are titles
     // (an infobox's name, a "Population" banner), not column headers.
-    let mut title = None;
+    // Several of them (`Companies` then `(by changesets)`) join into one
+    // title, so none is lost.
+    let mut titles: Vec<String> = Vec::new();
     while grid.len() > 1 && width > 1 && single_cell_row(&grid[0], width) {
         if let Some(Some(s)) = grid[0].first() {
             let t = cells[s.cell].text();
-            if title.is_none() && !t.is_empty() {
-                title = Some(t);
+            if !t.is_empty() && !titles.contains(&t) {
+                titles.push(t);
             }
         }
         grid.remove(0);
     }
+    let title = (!titles.is_empty()).then(|| titles.join(KEY_SEPARATOR));
     let nonempty = |c: &Built| c.plain.as_deref().is_none_or(|t| !t.is_empty());
     let any_th = cells.iter().any(|c| c.header && nonempty(c)) || !head_cells.is_empty();
     let is_header_row = |line: &Vec<Option<Slot>>| {
@@ -566,12 +571,8 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let mut cells = cells;
     let weights: Vec<(u64, u64)> = cells.iter().map(|c| weigh(&c.nodes)).collect();
     let mut rows: Vec<HNode> = Vec::new();
-    // Per kept row: the column of each cell, and whether it is a label row.
-    let mut row_cols: Vec<(Vec<usize>, bool)> = Vec::new();
-    let mut headed = vec![false; width];
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
-        let mut at: Vec<usize> = Vec::new();
         let mut key: Vec<String> = Vec::new();
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
@@ -603,8 +604,6 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
             if let Some(mut n) = wrap_node(Kind::Cell, nodes) {
                 n.col = Some(cols[j].clone()).filter(|c| !c.is_empty());
                 row.children.push(n);
-                at.push(j);
-                headed[j] = true;
             }
         }
         if !key.is_empty() {
@@ -612,32 +611,10 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
         if row.key.is_some() || !row.children.is_empty() {
             rows.push(row);
-            row_cols.push((at, label_row));
         }
     }
     if rows.is_empty() {
         return None;
-    }
-    // A column header that heads no value in any row (a column of images
-    // without text, a header row wider than the body) is still data: every
-    // row gets an empty cell under it, so no header text is lost.
-    for (j, col) in cols.iter().enumerate().skip(key_cols) {
-        if headed[j] || col.is_empty() {
-            continue;
-        }
-        for (row, (at, label_row)) in rows.iter_mut().zip(&mut row_cols) {
-            if *label_row {
-                continue;
-            }
-            if !b.budget.nodes(1, col.len() as u64) {
-                break;
-            }
-            let mut n = HNode::new(Kind::Cell);
-            n.col = Some(col.clone());
-            let pos = at.iter().position(|&c| c > j).unwrap_or(at.len());
-            at.insert(pos, j);
-            row.children.insert(pos, n);
-        }
     }
     let mut keys: Vec<String> = rows
         .iter()
@@ -654,7 +631,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
     }
     let mut table = HNode::new(Kind::Table);
-    table.label = spec.label.or(title);
+    table.label = label(spec.label, title);
     let keycol: Vec<&str> = cols
         .iter()
         .take(key_cols.max(1))
@@ -666,6 +643,15 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     }
     table.children = rows;
     Some(table)
+}
+
+/// A table's label: its caption, its title rows, or both joined (a
+/// caption does not hide the title rows' text).
+fn label(caption: Option<String>, title: Option<String>) -> Option<String> {
+    match (caption, title) {
+        (Some(c), Some(t)) if c != t => Some(format!("{c}{KEY_SEPARATOR}{t}")),
+        (c, t) => c.or(t),
+    }
 }
 
 /// How the parts of a key read from several row-header columns are
@@ -701,10 +687,12 @@ fn row_header_columns(
                 .flatten()
                 .is_some_and(|s| cells[s.cell].header && cells[s.cell].plain.is_some())
         }) && rows.iter().any(|line| {
-            line.get(j)
-                .copied()
-                .flatten()
-                .is_some_and(|s| cells[s.cell].plain.as_deref().is_some_and(|t| !t.is_empty()))
+            line.get(j).copied().flatten().is_some_and(|s| {
+                cells[s.cell]
+                    .plain
+                    .as_deref()
+                    .is_some_and(|t| !t.is_empty())
+            })
         })
     };
     let mut k = 0;
@@ -782,7 +770,7 @@ pub(super) fn pseudo_tables(b: &mut Builder, root: NodeId) -> Vec<PseudoTable> {
                 })
                 .collect();
             out.push(PseudoTable {
-                caption: spec.label.clone().or(r.title.clone()),
+                caption: label(spec.label.clone(), r.title.clone()),
                 header_rows: r.header_rows,
                 grid,
             });

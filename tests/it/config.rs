@@ -157,7 +157,12 @@ fn the_examples_validate_with_their_environment() {
     assert_eq!(stdout.lines().next(), Some("ok: 4 watches"));
     assert_eq!(
         ids,
-        ["members-report", "moex-shares", "product-price", "shop-price"]
+        [
+            "members-report",
+            "moex-shares",
+            "product-price",
+            "shop-price"
+        ]
     );
     assert!(
         stdout.contains(

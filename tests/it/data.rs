@@ -47,7 +47,13 @@ fn select(h: &Hierarchy, expr: &str) -> String {
     ids[0].clone()
 }
 
-fn p(num: &str, cur: &str, low: &str, high: &str, text: &str) -> (String, String, String, String, String) {
+fn p(
+    num: &str,
+    cur: &str,
+    low: &str,
+    high: &str,
+    text: &str,
+) -> (String, String, String, String, String) {
     (num.into(), cur.into(), low.into(), high.into(), text.into())
 }
 
@@ -84,7 +90,10 @@ fn opengraph_price() {
     let h = page("opengraph.html");
     assert_eq!(prices(&h), [p("49.9", "EUR", "", "", "49.9 EUR")]);
     let xml = to_xml(&h, XmlOptions::default());
-    assert!(xml.contains(r#"<item label="Acme Widget" type="Product""#), "{xml}");
+    assert!(
+        xml.contains(r#"<item label="Acme Widget" type="Product""#),
+        "{xml}"
+    );
     assert!(xml.contains(">InStock</availability>"), "{xml}");
 }
 
@@ -100,7 +109,10 @@ fn one_price_from_two_encodings_and_the_same_hierarchy_from_either() {
     let microdata_only = format!("{}{}", &html[..start], &html[end..]);
     let m = Hierarchy::from_html(&microdata_only, None);
     assert_eq!(m.children[0], both.children[0]);
-    assert_eq!(semclip::output::content_hash(&m), semclip::output::content_hash(&both));
+    assert_eq!(
+        semclip::output::content_hash(&m),
+        semclip::output::content_hash(&both)
+    );
 }
 
 #[test]
@@ -108,7 +120,10 @@ fn aggregate_offer_is_a_range_and_listed_products_are_not_the_main_one() {
     let h = page("aggregate-rdfa.html");
     assert_eq!(prices(&h), [p("10", "USD", "10", "20", "10 - 20 USD")]);
     let xml = to_xml(&h, XmlOptions::default());
-    assert!(!xml.contains("type=\"Product\" label=\"Other thing\""), "{xml}");
+    assert!(
+        !xml.contains("type=\"Product\" label=\"Other thing\""),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -121,7 +136,10 @@ fn offers_with_different_prices_are_a_range_and_junk_is_no_price() {
             {"@type": "Offer", "price": "call us"}]}]</script>"#,
         None,
     );
-    assert_eq!(prices(&h), [p("9.99", "EUR", "9.99", "12.5", "9.99 - 12.5 EUR")]);
+    assert_eq!(
+        prices(&h),
+        [p("9.99", "EUR", "9.99", "12.5", "9.99 - 12.5 EUR")]
+    );
     // Nothing usable: no data element, never an error.
     for junk in [
         r#"<script type="application/ld+json">{"@type": "Product", </script>"#,
@@ -142,13 +160,18 @@ fn the_data_element_reads_back_and_diffs_by_name() {
     // A new price is one update named `price`.
     let html = std::fs::read_to_string(fixture("data/two-encodings.html")).unwrap();
     let cheaper = Hierarchy::from_html(
-        &html.replace("2879.2\"", "2599\"").replace("2879.20", "2599.00"),
+        &html
+            .replace("2879.2\"", "2599\"")
+            .replace("2879.20", "2599.00"),
         None,
     );
     assert_eq!(prices(&cheaper), [p("2599", "RUB", "", "", "2599 RUB")]);
     let changes = semclip::diff::diff(&h, &cheaper);
     let text = format!("{changes:?}");
-    assert!(text.contains("2879.2 RUB") && text.contains("2599 RUB"), "{text}");
+    assert!(
+        text.contains("2879.2 RUB") && text.contains("2599 RUB"),
+        "{text}"
+    );
     assert!(text.contains("\"price\""), "{text}");
 }
 
@@ -176,7 +199,11 @@ fn a_price_threshold_alerts_through_check_on_either_encoding() {
     let out = semclip(&args, None);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("cheap: 2879.2 is below 3000"), "{}", describe(&args, &out));
+    assert!(
+        stdout.contains("cheap: 2879.2 is below 3000"),
+        "{}",
+        describe(&args, &out)
+    );
     let alerts = crate::daemon::file_alerts(dir);
     assert_eq!(alerts.len(), 1, "{alerts:#?}");
     assert_eq!(alerts[0]["threshold"]["value"], 2879.2);

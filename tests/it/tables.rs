@@ -384,26 +384,25 @@ fn a_first_row_header_keeps_the_key_column_header() {
 }
 
 #[test]
-fn a_table_without_headers_keeps_its_corner_and_every_header() {
-    // No TH: the first row is the header, its corner heads the key column;
-    // a header over a column without values still reaches every row.
-    let out = xml("<table><tr><td>Corner<td>A<td>B<td>Notes\
-         <tr><td>x<td>p<td>q<td>\
-         <tr><td>y<td>r<td>s<td></table>");
-    let t = "/page/table[1]";
+fn a_table_without_headers_keeps_its_corner_and_its_title_rows() {
+    // No TH: the first row is the header, its corner heads the key column
+    // (`keycol`); two full-width title rows and the caption all stay.
+    let out = xml(
+        "<table><caption>Cap</caption><tr><td colspan=3>One<tr><td colspan=3>Two\
+         <tr><td>Corner<td>A<td>B<tr><td>x<td>p<td>q<tr><td>y<td>r<td>s</table>",
+    );
+    let t = "/page/table[@label='Cap / One / Two']";
     let expected = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <page version="1" xpath="/page">
-  <table keycol="Corner" xpath="{t}">
+  <table label="Cap / One / Two" keycol="Corner" xpath="{t}">
     <row key="x" xpath="{t}/row[@key='x']">
       <cell col="A" xpath="{t}/row[@key='x']/cell[@col='A']">p</cell>
       <cell col="B" xpath="{t}/row[@key='x']/cell[@col='B']">q</cell>
-      <cell col="Notes" xpath="{t}/row[@key='x']/cell[@col='Notes']"/>
     </row>
     <row key="y" xpath="{t}/row[@key='y']">
       <cell col="A" xpath="{t}/row[@key='y']/cell[@col='A']">r</cell>
       <cell col="B" xpath="{t}/row[@key='y']/cell[@col='B']">s</cell>
-      <cell col="Notes" xpath="{t}/row[@key='y']/cell[@col='Notes']"/>
     </row>
   </table>
 </page>
@@ -416,6 +415,12 @@ fn a_table_without_headers_keeps_its_corner_and_every_header() {
 fn one_row_header_column_keeps_keys_and_ids() {
     // A TH key column with TD values is keyed as before (ids unchanged).
     let out = xml("<table><tr><th>k<th>v<tr><th>a<td>1<tr><th>b<td>2</table>");
-    assert!(out.contains(r#"<table keycol="k" xpath="/page/table[1]">"#), "{out}");
-    assert!(out.contains(r#"<row key="a" xpath="/page/table[1]/row[@key='a']">"#), "{out}");
+    assert!(
+        out.contains(r#"<table keycol="k" xpath="/page/table[1]">"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"<row key="a" xpath="/page/table[1]/row[@key='a']">"#),
+        "{out}"
+    );
 }
