@@ -225,7 +225,8 @@ pub fn node_json(n: &HNode) -> Value {
 }
 
 /// The hierarchy as an indented outline for people: one line per node,
-/// `kind label: text`, two spaces per level.
+/// `kind label: text`, two spaces per level; a table adds its key
+/// column's header as `(keyed by K)`.
 pub fn to_outline(h: &Hierarchy) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", h.title.as_deref().unwrap_or("(untitled page)"));
