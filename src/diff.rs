@@ -238,7 +238,11 @@ fn node_labels(n: &HNode) -> ([&str; 4], usize) {
     let (first, second) = match n.kind {
         Kind::Row => (n.key.as_deref(), None),
         Kind::Cell => (n.col.as_deref(), n.label.as_deref()),
-        Kind::Keywords | Kind::Address => (Some(n.kind.name()), n.label.as_deref()),
+        // A price or availability is named by its kind (`Widget / price:
+        // 10 USD -> 12 USD`), as keywords and addresses are.
+        Kind::Keywords | Kind::Address | Kind::Price | Kind::Availability => {
+            (Some(n.kind.name()), n.label.as_deref())
+        }
         _ => (n.label.as_deref(), None),
     };
     let (text, href) = if n.children.is_empty() {

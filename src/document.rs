@@ -69,6 +69,9 @@ fn kind(name: &str) -> Option<Kind> {
         "table" => Kind::Table,
         "row" => Kind::Row,
         "cell" => Kind::Cell,
+        "data" => Kind::Data,
+        "price" => Kind::Price,
+        "availability" => Kind::Availability,
         _ => return None,
     })
 }
@@ -84,7 +87,8 @@ fn node(e: &Node) -> Result<HNode, DocumentError> {
     n.num = e.get_attribute("num");
     n.xpath = e.get_attribute("xpath").unwrap_or_default();
     for a in [
-        "level", "href", "keycol", "ordinal", "role", "byline", "date", "clip",
+        "level", "href", "keycol", "ordinal", "role", "byline", "date", "clip", "type", "currency",
+        "low", "high",
     ] {
         if let Some(v) = e.get_attribute(a) {
             n.attrs.push((a, v));

@@ -225,7 +225,8 @@ pub fn node_json(n: &HNode) -> Value {
 }
 
 /// The hierarchy as an indented outline for people: one line per node,
-/// `kind label: text`, two spaces per level.
+/// `kind label: text`, two spaces per level; a table adds its key
+/// column's header as `(keyed by K)`.
 pub fn to_outline(h: &Hierarchy) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", h.title.as_deref().unwrap_or("(untitled page)"));
@@ -246,6 +247,10 @@ fn outline_node(out: &mut String, n: &HNode, depth: usize) {
     }
     if let Some(i) = ident {
         let _ = write!(out, " {i}");
+    }
+    if let Some(k) = n.attr("keycol") {
+        // The key column's header (a table's corner) is data too.
+        let _ = write!(out, " (keyed by {k})");
     }
     if let Some(t) = &n.text {
         let sep = if ident.is_some() || n.col.is_some() {

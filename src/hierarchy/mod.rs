@@ -22,10 +22,15 @@
 //!   `header`, `footer`) become a section labelled by their own first
 //!   heading; without one they are boundaries only.
 //! - *Hidden content* (`hidden`, `aria-hidden="true"`) is not data.
+//! - *Structured data* (JSON-LD, microdata, RDFa Lite, OpenGraph) gives one
+//!   `data` element after `keywords`, holding the page's main product with
+//!   one normalised price (see [`data`]). [`build_parts`] leaves it out, as
+//!   it leaves out the keywords: it is not in the page's data regions.
 //! - *Depth.* Element nesting deeper than [`MAX_DEPTH`] is read as plain text
 //!   so that hostile pages cannot exhaust the stack.
 
 mod classes;
+pub mod data;
 pub mod table;
 pub mod text;
 
@@ -80,6 +85,12 @@ pub enum Kind {
     Row,
     /// A table cell (`col` is its column header).
     Cell,
+    /// The structured data a page publishes for machines (see [`data`]).
+    Data,
+    /// A price (`num`, `currency`; `low` and `high` for a range).
+    Price,
+    /// A product's availability (a schema.org term such as `InStock`).
+    Availability,
 }
 
 impl Kind {
@@ -100,6 +111,9 @@ impl Kind {
             Kind::Table => "table",
             Kind::Row => "row",
             Kind::Cell => "cell",
+            Kind::Data => "data",
+            Kind::Price => "price",
+            Kind::Availability => "availability",
         }
     }
 
@@ -257,6 +271,9 @@ pub fn build_within(dom: &Dom, url: Option<&str>, budget: &Budget) -> Hierarchy 
         let mut n = HNode::new(Kind::Keywords);
         n.text = Some(k);
         children.push(n);
+    }
+    if let Some(d) = data::build(dom, head.title.as_deref(), style, budget) {
+        children.push(d);
     }
     if let Some(body) = body {
         let mut c = Collector::default();

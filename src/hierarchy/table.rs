@@ -13,9 +13,26 @@
 //!   holds a number outside the key column, or nested structure);
 //! - the row key is the first column; keys that repeat get ` #n` and an
 //!   `ordinal` attribute, so every row stays addressable; a row that is one
-//!   cell spanning the whole width is a label row with no cells;
+//!   cell spanning the whole width is a label row with no cells; leading
+//!   ones are the table's title, joined with the caption and each other by
+//!   [`KEY_SEPARATOR`] so that none of their text is lost;
+//! - when every body row has row headers (TH) in several leading columns,
+//!   the key is hierarchical: those columns' texts joined by
+//!   [`KEY_SEPARATOR`] (`North / New York`), one row per body row. This was
+//!   chosen over nesting rows inside rows: the vocabulary stays as it is,
+//!   every value keeps the three-step path `row -> cell -> value`, and a
+//!   diff reads `North / New York / Sales: 100 -> 110`. Tables keyed by one
+//!   column (all the others) keep their keys and ids;
+//! - the key column's header is the table's `keycol` (`Region / City` for
+//!   a hierarchical key). That is where the first column's header lives
+//!   (`//table[@keycol='Name']/row[@key='Alice']` finds `Name -> Alice`); it
+//!   is not repeated as a cell of every row, which would double every key
+//!   and break the diff's detection of a renamed row;
 //! - column headers are the header rows' texts top to bottom, empty parts
-//!   skipped; repeated headers get ` #n`;
+//!   skipped; repeated headers get ` #n`. A header that heads no value in
+//!   any row (a column of images without `alt`, a header row wider than
+//!   the body) is still lost: giving such rows empty cells made the diff
+//!   read the header as each row's value (a known gap, issue 17);
 //! - tables used for layout are not data: `role="presentation"`, one row,
 //!   or (without any TH, caption or THEAD) one column, a cell holding a
 //!   heading or more than [`LAYOUT_CELL_WORDS`] words, or a first row
@@ -445,16 +462,19 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
     let width = grid.iter().map(Vec::len).max().unwrap_or(0);
     // Leading rows that are one cell across the whole width are titles
     // (an infobox's name, a "Population" banner), not column headers.
-    let mut title = None;
+    // Several of them (`Companies` then `(by changesets)`) join into one
+    // title, so none is lost.
+    let mut titles: Vec<String> = Vec::new();
     while grid.len() > 1 && width > 1 && single_cell_row(&grid[0], width) {
         if let Some(Some(s)) = grid[0].first() {
             let t = cells[s.cell].text();
-            if title.is_none() && !t.is_empty() {
-                title = Some(t);
+            if !t.is_empty() && !titles.contains(&t) {
+                titles.push(t);
             }
         }
         grid.remove(0);
     }
+    let title = (!titles.is_empty()).then(|| titles.join(KEY_SEPARATOR));
     let nonempty = |c: &Built| c.plain.as_deref().is_none_or(|t| !t.is_empty());
     let any_th = cells.iter().any(|c| c.header && nonempty(c)) || !head_cells.is_empty();
     let is_header_row = |line: &Vec<Option<Slot>>| {
@@ -536,11 +556,13 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         .iter()
         .map(|l| width > 1 && single_cell_row(l, width))
         .collect();
+    let key_cols = row_header_columns(&grid[header_rows..], &label_rows, &cells, width);
     let mut uses = vec![0usize; cells.len()];
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         for (j, slot) in line.iter().enumerate() {
             if let Some(s) = slot
-                && ((j == 0 && cells[s.cell].plain.is_none()) || (j > 0 && !label_row))
+                && ((j < key_cols && cells[s.cell].plain.is_none())
+                    || (j >= key_cols && !label_row))
             {
                 uses[s.cell] += 1;
             }
@@ -551,12 +573,17 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let mut rows: Vec<HNode> = Vec::new();
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
+        let mut key: Vec<String> = Vec::new();
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
-            if j == 0
+            if j < key_cols
                 && let Some(t) = &cells[slot.cell].plain
             {
-                row.key = Some(t.clone()).filter(|t| !t.is_empty());
+                // A rowspan copies a row header into every row it covers,
+                // so each row carries its whole key.
+                if !t.is_empty() && key.last() != Some(t) {
+                    key.push(t.clone());
+                }
                 continue;
             }
             if j > 0 && label_row {
@@ -578,6 +605,9 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
                 n.col = Some(cols[j].clone()).filter(|c| !c.is_empty());
                 row.children.push(n);
             }
+        }
+        if !key.is_empty() {
+            row.key = Some(key.join(KEY_SEPARATOR));
         }
         if row.key.is_some() || !row.children.is_empty() {
             rows.push(row);
@@ -601,12 +631,75 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
     }
     let mut table = HNode::new(Kind::Table);
-    table.label = spec.label.or(title);
-    if let Some(k) = cols.first().filter(|k| !k.is_empty()) {
-        table.attrs.push(("keycol", k.clone()));
+    table.label = label(spec.label, title);
+    let keycol: Vec<&str> = cols
+        .iter()
+        .take(key_cols.max(1))
+        .map(String::as_str)
+        .filter(|k| !k.is_empty())
+        .collect();
+    if !keycol.is_empty() {
+        table.attrs.push(("keycol", keycol.join(KEY_SEPARATOR)));
     }
     table.children = rows;
     Some(table)
+}
+
+/// A table's label: its caption, its title rows, or both joined (a
+/// caption does not hide the title rows' text).
+fn label(caption: Option<String>, title: Option<String>) -> Option<String> {
+    match (caption, title) {
+        (Some(c), Some(t)) if c != t => Some(format!("{c}{KEY_SEPARATOR}{t}")),
+        (c, t) => c.or(t),
+    }
+}
+
+/// How the parts of a key read from several row-header columns are
+/// joined (`North / New York`), and the headers of those columns in
+/// `keycol` (`Region / City`).
+pub const KEY_SEPARATOR: &str = " / ";
+
+/// How many leading columns make the row key: 1, or more when the body
+/// rows carry row headers in several columns (`<th rowspan=2>North</th>
+/// <th>New York</th><td>100</td>`): the leading columns where every body
+/// row (label rows aside) has a TH of plain text, as long as at least
+/// one column of data is left. A rowspan on such a TH is copied into every
+/// row it covers (as a TD's is), so each row has its whole key.
+fn row_header_columns(
+    body: &[Vec<Option<Slot>>],
+    label_rows: &[bool],
+    cells: &[Built],
+    width: usize,
+) -> usize {
+    let rows: Vec<&Vec<Option<Slot>>> = body
+        .iter()
+        .zip(label_rows)
+        .filter(|(_, label)| !**label)
+        .map(|(l, _)| l)
+        .collect();
+    if rows.is_empty() {
+        return 1;
+    }
+    let header_column = |j: usize| {
+        rows.iter().all(|line| {
+            line.get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|s| cells[s.cell].header && cells[s.cell].plain.is_some())
+        }) && rows.iter().any(|line| {
+            line.get(j).copied().flatten().is_some_and(|s| {
+                cells[s.cell]
+                    .plain
+                    .as_deref()
+                    .is_some_and(|t| !t.is_empty())
+            })
+        })
+    };
+    let mut k = 0;
+    while k + 1 < width && header_column(k) {
+        k += 1;
+    }
+    k.max(1)
 }
 
 /// Makes the non-empty strings of `v` unique: the second `x` becomes
@@ -677,7 +770,7 @@ pub(super) fn pseudo_tables(b: &mut Builder, root: NodeId) -> Vec<PseudoTable> {
                 })
                 .collect();
             out.push(PseudoTable {
-                caption: spec.label.clone().or(r.title.clone()),
+                caption: label(spec.label.clone(), r.title.clone()),
                 header_rows: r.header_rows,
                 grid,
             });

@@ -154,8 +154,16 @@ fn the_examples_validate_with_their_environment() {
         .skip(1)
         .map(|l| l.split('\t').next().unwrap())
         .collect();
-    assert_eq!(stdout.lines().next(), Some("ok: 3 watches"));
-    assert_eq!(ids, ["members-report", "moex-shares", "shop-price"]);
+    assert_eq!(stdout.lines().next(), Some("ok: 4 watches"));
+    assert_eq!(
+        ids,
+        [
+            "members-report",
+            "moex-shares",
+            "product-price",
+            "shop-price"
+        ]
+    );
     assert!(
         stdout.contains(
             "moex-shares\tcron \"0 */5 9-18 * * MON-FRI\" in Europe/Moscow, jitter 30s\tnext "
@@ -604,7 +612,7 @@ fn every_bundled_file_is_valid_against_its_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 8);
 
     // The schema rejects what the loader rejects: unknown keys, inline secrets.
     let bad: serde_json::Value =

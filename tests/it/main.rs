@@ -14,6 +14,7 @@ mod complete;
 mod config;
 mod corpus;
 mod daemon;
+mod data;
 mod diff;
 mod fixture;
 mod harness;

@@ -320,3 +320,107 @@ fn hostile_spans_are_capped() {
         "{slots}"
     );
 }
+
+/// The three table shapes of issue 17, each with its exact hierarchy.
+#[test]
+fn row_headers_in_two_columns_give_a_hierarchical_key() {
+    let out = xml("<table><caption>Sales</caption>\
+         <tr><th>Region<th>City<th>Sales\
+         <tr><th rowspan=2>North<th>New York<td>100\
+         <tr><th>Boston<td>80\
+         <tr><th>South<th>Miami<td>90</table>");
+    let t = "/page/table[@label='Sales']";
+    let expected = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<page version="1" xpath="/page">
+  <table label="Sales" keycol="Region / City" xpath="{t}">
+    <row key="North / New York" xpath="{t}/row[@key='North / New York']">
+      <cell col="Sales" num="100" xpath="{t}/row[@key='North / New York']/cell[@col='Sales']">100</cell>
+    </row>
+    <row key="North / Boston" xpath="{t}/row[@key='North / Boston']">
+      <cell col="Sales" num="80" xpath="{t}/row[@key='North / Boston']/cell[@col='Sales']">80</cell>
+    </row>
+    <row key="South / Miami" xpath="{t}/row[@key='South / Miami']">
+      <cell col="Sales" num="90" xpath="{t}/row[@key='South / Miami']/cell[@col='Sales']">90</cell>
+    </row>
+  </table>
+</page>
+"#
+    );
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn a_first_row_header_keeps_the_key_column_header() {
+    let html = "<table><tr><th>Name<th>Age<th>City\
+         <tr><td>Alice<td>30<td>London<tr><td>Bob<td>25<td>Paris</table>";
+    let out = xml(html);
+    let t = "/page/table[1]";
+    let expected = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<page version="1" xpath="/page">
+  <table keycol="Name" xpath="{t}">
+    <row key="Alice" xpath="{t}/row[@key='Alice']">
+      <cell col="Age" num="30" xpath="{t}/row[@key='Alice']/cell[@col='Age']">30</cell>
+      <cell col="City" xpath="{t}/row[@key='Alice']/cell[@col='City']">London</cell>
+    </row>
+    <row key="Bob" xpath="{t}/row[@key='Bob']">
+      <cell col="Age" num="25" xpath="{t}/row[@key='Bob']/cell[@col='Age']">25</cell>
+      <cell col="City" xpath="{t}/row[@key='Bob']/cell[@col='City']">Paris</cell>
+    </row>
+  </table>
+</page>
+"#
+    );
+    assert_eq!(out, expected);
+    // `Name -> Alice` is found by XPath, and the outline shows the header.
+    let doc = semclip::xpath::HierarchyDoc::parse(&out).unwrap();
+    let found = doc
+        .select_ids("//table[@keycol='Name']/row[@key='Alice']")
+        .unwrap();
+    assert_eq!(found, [format!("{t}/row[@key='Alice']")]);
+    let outline = semclip::output::to_outline(&Hierarchy::from_html(html, None));
+    assert!(outline.contains("table (keyed by Name)"), "{outline}");
+}
+
+#[test]
+fn a_table_without_headers_keeps_its_corner_and_its_title_rows() {
+    // No TH: the first row is the header, its corner heads the key column
+    // (`keycol`); two full-width title rows and the caption all stay.
+    let out = xml(
+        "<table><caption>Cap</caption><tr><td colspan=3>One<tr><td colspan=3>Two\
+         <tr><td>Corner<td>A<td>B<tr><td>x<td>p<td>q<tr><td>y<td>r<td>s</table>",
+    );
+    let t = "/page/table[@label='Cap / One / Two']";
+    let expected = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<page version="1" xpath="/page">
+  <table label="Cap / One / Two" keycol="Corner" xpath="{t}">
+    <row key="x" xpath="{t}/row[@key='x']">
+      <cell col="A" xpath="{t}/row[@key='x']/cell[@col='A']">p</cell>
+      <cell col="B" xpath="{t}/row[@key='x']/cell[@col='B']">q</cell>
+    </row>
+    <row key="y" xpath="{t}/row[@key='y']">
+      <cell col="A" xpath="{t}/row[@key='y']/cell[@col='A']">r</cell>
+      <cell col="B" xpath="{t}/row[@key='y']/cell[@col='B']">s</cell>
+    </row>
+  </table>
+</page>
+"#
+    );
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn one_row_header_column_keeps_keys_and_ids() {
+    // A TH key column with TD values is keyed as before (ids unchanged).
+    let out = xml("<table><tr><th>k<th>v<tr><th>a<td>1<tr><th>b<td>2</table>");
+    assert!(
+        out.contains(r#"<table keycol="k" xpath="/page/table[1]">"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"<row key="a" xpath="/page/table[1]/row[@key='a']">"#),
+        "{out}"
+    );
+}
