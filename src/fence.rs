@@ -103,8 +103,8 @@ pub enum FenceError {
     PrivateAddress {
         /// Whether a redirect led there (else it is the watch's own URL).
         redirect: bool,
-        /// The URL asked for.
-        url: Url,
+        /// The URL asked for (boxed: errors stay small).
+        url: Box<Url>,
         /// The refused address.
         address: IpAddr,
         /// What kind of address it is ([`non_public`]).
@@ -113,8 +113,8 @@ pub enum FenceError {
     /// A redirect to a scheme other than `http` and `https`.
     #[error("refused redirect to `{url}`: only http and https redirects are followed")]
     Scheme {
-        /// Where the redirect pointed.
-        url: Url,
+        /// Where the redirect pointed (boxed: errors stay small).
+        url: Box<Url>,
     },
     /// A file outside every file root.
     #[error(
@@ -428,7 +428,7 @@ impl Fence {
     pub fn route(&self, start: &Url, target: &Url, redirects: usize) -> Result<Route, FenceError> {
         if !matches!(target.scheme(), "http" | "https") {
             return Err(FenceError::Scheme {
-                url: target.clone(),
+                url: Box::new(target.clone()),
             });
         }
         if self.allow_private {
@@ -461,7 +461,7 @@ impl Fence {
             }
             Some(kind) => Err(FenceError::PrivateAddress {
                 redirect: redirects > 0,
-                url: target.clone(),
+                url: Box::new(target.clone()),
                 address: ip,
                 kind,
             }),

@@ -394,7 +394,7 @@ async fn resolve_before_proxy(
 fn refused(url: Url, redirects: usize, refusal: &ResolverRefusal) -> SourceError {
     SourceError::Fenced(FenceError::PrivateAddress {
         redirect: redirects > 0,
-        url,
+        url: Box::new(url),
         address: refusal.address,
         kind: refusal.kind,
     })
