@@ -54,8 +54,14 @@ pub(crate) fn from_str<T: DeserializeOwned>(
         if let Some(better) = did_you_mean(&key, &expected(&d.message)) {
             d.message.push_str(&format!(" (did you mean `{better}`?)"));
         }
-        let blanked = blank_entry(&work, d.line, d.column, &key);
-        out.push(d);
+        // The same key again: blanking did not take it out; stop there.
+        let again = out
+            .last()
+            .is_some_and(|p| (p.line, p.column, &p.path) == (d.line, d.column, &d.path));
+        let blanked = blank_entry(&work, d.line, d.column, &key).filter(|_| !again);
+        if !again {
+            out.push(d);
+        }
         match blanked {
             Some(next) => work = next,
             None => return Err(()),
@@ -224,9 +230,9 @@ mod tests {
             diags,
             [
                 "w.yaml:4:3: schedule.evry: unknown field `evry`, expected one of cron, timezone, every, jitter (did you mean `every`?)",
-                "w.yaml:8:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of name, xpath, above, below, outside, change_pct, hysteresis, on_return, notify (did you mean `hysteresis`?)",
-                "w.yaml:10:5: thresholds[1].nmae: unknown field `nmae`, expected one of name, xpath, above, below, outside, change_pct, hysteresis, on_return, notify (did you mean `name`?)",
-                "w.yaml:13:26: clips.a.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, cache_control, stylesheet (did you mean `description`?)",
+                "w.yaml:8:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return (did you mean `hysteresis`?)",
+                "w.yaml:10:5: thresholds[1].nmae: unknown field `nmae`, expected one of name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return (did you mean `name`?)",
+                "w.yaml:13:25: clips.a.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)",
             ]
         );
     }
