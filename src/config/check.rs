@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::lenient;
 use super::raw::{
     ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawMonitor, RawNotifier, RawSchedule, RawScope,
     RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch, RawWatchFetch, Sp,
 };
-use super::lenient;
 use super::tree::{DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,

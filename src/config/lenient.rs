@@ -122,9 +122,7 @@ fn blank_entry(text: &str, line: usize, column: usize, key: &str) -> Option<Stri
     let line_start = *starts.get(line.checked_sub(1)?)?;
     let start = line_start + column.checked_sub(1)?;
     let written: String = chars.get(start..)?.iter().take(key.len() + 2).collect();
-    if !(written.starts_with(key)
-        || written.trim_start_matches(['"', '\'']).starts_with(key))
-    {
+    if !(written.starts_with(key) || written.trim_start_matches(['"', '\'']).starts_with(key)) {
         return None;
     }
     let before = chars[line_start..start]
@@ -150,7 +148,9 @@ fn blank_entry(text: &str, line: usize, column: usize, key: &str) -> Option<Stri
         // line and the lines below indented deeper (or a sequence at the
         // key's own indentation), blank and comment lines inside included.
         None | Some('-') => {
-            let mut end = starts.get(line).map_or(chars.len(), |s| s.saturating_sub(1));
+            let mut end = starts
+                .get(line)
+                .map_or(chars.len(), |s| s.saturating_sub(1));
             let mut next = line;
             while let Some(&s) = starts.get(next) {
                 let e = starts.get(next + 1).map_or(chars.len(), |e| e - 1);
@@ -244,7 +244,11 @@ mod tests {
         assert_eq!(diags.len(), 2, "{diags:#?}");
         assert!(diags[0].starts_with("w.yaml:3:1: zzz: unknown field `zzz`"));
         assert!(!diags[0].contains("did you mean"), "{}", diags[0]);
-        assert!(diags[1].starts_with("w.yaml:4:20: clips.c.xpath:"), "{}", diags[1]);
+        assert!(
+            diags[1].starts_with("w.yaml:4:20: clips.c.xpath:"),
+            "{}",
+            diags[1]
+        );
     }
 
     #[test]
@@ -263,7 +267,10 @@ mod tests {
             "a: 1\nb:\n  - x\n  - y\nc: {d: 1, e: [1, {f: 2}]      }\n"
         );
         assert_eq!(blank_entry(t, 5, 27, "zz"), None);
-        assert_eq!(did_you_mean("treshold", &["thresholds".into()]), Some("thresholds"));
+        assert_eq!(
+            did_you_mean("treshold", &["thresholds".into()]),
+            Some("thresholds")
+        );
         assert_eq!(did_you_mean("cron", &["every".into()]), None);
     }
 }

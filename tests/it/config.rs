@@ -321,13 +321,14 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
     let out = validate(dir.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
-    let threshold_keys = "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
+    let threshold_keys =
+        "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
     let expected = [
         "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
         "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo (did you mean `retention`?)".to_owned(),
         "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
         "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
-        "watches/a.yaml:5:42: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
+        "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
         format!("watches/a.yaml:10:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of {threshold_keys} (did you mean `hysteresis`?)"),
         "watches/a.yaml:11:19: thresholds[0].notify[1]: unknown notifier `ops` (the daemon file defines: log)".to_owned(),
         "watches/b.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file".to_owned(),

@@ -473,9 +473,13 @@ fn watch_of(dir: &Path, h: &semclip::hierarchy::Hierarchy) -> semclip::config::W
     let watches = dir.join("watches");
     std::fs::create_dir_all(&watches).unwrap_or_else(|e| panic!("{e}"));
     write(&watches.join("page.yaml"), &yaml);
-    let loaded = semclip::config::load(None, Some(&watches))
-        .unwrap_or_else(|d| panic!("{yaml}\n{d:#?}"));
-    loaded.watches.into_iter().next().unwrap_or_else(|| panic!("no watch"))
+    let loaded =
+        semclip::config::load(None, Some(&watches)).unwrap_or_else(|d| panic!("{yaml}\n{d:#?}"));
+    loaded
+        .watches
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no watch"))
 }
 
 /// One page through the watch pipeline's layout decision: the page as
@@ -508,7 +512,8 @@ fn markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus() {
     use crate::util::{corpus, corpus_pages, read_page};
     use semclip::dom::Dom;
     use semclip::layout::LayoutState;
-    let Some(corpus) = corpus("markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus")
+    let Some(corpus) =
+        corpus("markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus")
     else {
         return;
     };
@@ -524,11 +529,19 @@ fn markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus() {
         let watch = watch_of(tmp.path(), &base_h);
         let (base, found, state, event) =
             through_layout(&base_html, &watch, &LayoutState::default());
-        assert!(event.is_none(), "{}: a first page raises nothing", path.display());
+        assert!(
+            event.is_none(),
+            "{}: a first page raises nothing",
+            path.display()
+        );
         // Every XPath of the watch selects something on the page, so a lost
         // one would raise an event.
         let all: Vec<_> = found.clips.iter().chain(&found.thresholds).collect();
-        assert!(all.iter().all(|(_, f)| **f), "{}: {found:?}", path.display());
+        assert!(
+            all.iter().all(|(_, f)| **f),
+            "{}: {found:?}",
+            path.display()
+        );
         xpaths += all.len();
         for change in CHANGES {
             let html = write_html(&dom, change);
@@ -541,7 +554,11 @@ fn markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus() {
                 dom_alarms += 1;
             }
             if let Some(e) = event {
-                failures.push(format!("{} {change:?}: layout event: {}", path.display(), e.summary));
+                failures.push(format!(
+                    "{} {change:?}: layout event: {}",
+                    path.display(),
+                    e.summary
+                ));
             }
             if !changes.is_empty() {
                 failures.push(format!(
@@ -636,7 +653,12 @@ fn wrappers_are_silent_and_a_removed_threshold_row_raises_one_layout_event() {
     assert!(layout_events(dir).is_empty(), "{:#?}", layout_events(dir));
 
     // A data change (another row, a new price) is a change, not a layout event.
-    let more = [("GAZP", "268,40"), ("SBER", "300,15"), ("LKOH", "7 012"), ("ROSN", "550")];
+    let more = [
+        ("GAZP", "268,40"),
+        ("SBER", "300,15"),
+        ("LKOH", "7 012"),
+        ("ROSN", "550"),
+    ];
     write(&page, &quotes(&more, true));
     let (_, out) = check(&config);
     assert!(out.contains("semantic changes"), "{out}");
@@ -660,7 +682,10 @@ fn wrappers_are_silent_and_a_removed_threshold_row_raises_one_layout_event() {
     assert!(layout_alerts(dir).is_empty(), "{:#?}", file_alerts(dir));
 
     // Still removed, and more data changes: no second event.
-    write(&page, &quotes(&[("GAZP", "270,00"), ("LKOH", "7 012")], false));
+    write(
+        &page,
+        &quotes(&[("GAZP", "270,00"), ("LKOH", "7 012")], false),
+    );
     let _ = check(&config);
     assert_eq!(layout_events(dir).len(), 1, "{:#?}", layout_events(dir));
 }
