@@ -153,6 +153,9 @@ pub struct CheckReport {
     /// Each threshold's level and value after the check (empty when not
     /// evaluated).
     pub thresholds: Vec<(String, Level, Option<f64>)>,
+    /// The summary of the layout event this check raised (recorded in the
+    /// change history; an alert only under `layout.notify`).
+    pub layout: Option<String>,
     /// How long the fetch took (retries and per-host waits included).
     pub fetch_time: Duration,
     /// The next run, when this check moved it from the schedule's (a
@@ -264,6 +267,7 @@ pub async fn check(
                     status,
                     alerts: Vec::new(),
                     state: CheckState::default(),
+                    layout_event: None,
                 };
                 let mut moved_run = None;
                 let (outcome, snapshot) = match fetched {
@@ -326,6 +330,7 @@ pub async fn check(
                             status: before,
                             alerts: Vec::new(),
                             state: CheckState::default(),
+                            layout_event: None,
                         };
                         failed.failed(&message, alert_after);
                         failed.state.status = failed.status.clone();
@@ -334,6 +339,7 @@ pub async fn check(
                         outcome = PageOutcome::Failed(message);
                         levels = Vec::new();
                         work.alerts = failed.alerts;
+                        work.layout_event = None;
                     }
                 }
                 Ok(CheckReport {
@@ -341,6 +347,7 @@ pub async fn check(
                     outcome,
                     alerts: work.alerts,
                     thresholds: levels,
+                    layout: work.layout_event,
                     fetch_time,
                     next_run: moved_run,
                 })
@@ -506,6 +513,8 @@ struct Work<'a> {
     status: WatchStatus,
     alerts: Vec<Alert>,
     state: CheckState,
+    /// The summary of the layout event raised, if any.
+    layout_event: Option<String>,
 }
 
 /// A page fetched for a check, with what its processing needs.
@@ -664,42 +673,43 @@ impl Work<'_> {
         self.status.last_success = Some(self.now);
     }
 
-    /// A 304 (or nothing new): thresholds are judged on the stored snapshot
-    /// only if their settings changed since the last evaluation.
     /// Layout monitoring after a page was read: the new layout state, and
-    /// one "layout changed" event and alert when the page's structure
-    /// drifted or a clip lost its target (see [`crate::layout`]).
+    /// at most one layout event (see [`crate::layout`]). The event is kept
+    /// in the change history (as kind `layout`, apart from data changes) and
+    /// logged; it becomes an alert only when the watch names notifiers in
+    /// `layout.notify`, so a watch that did not ask for layout alerts never
+    /// alerts (nor makes `semclip check` exit 1) for one.
     fn layout(&mut self, previous: &LayoutState, page: &WatchPage, prepared: &Prepared) {
         let watch = self.watch;
         // An unchanged page selects what it selected before.
         let found = if prepared.unchanged || prepared.xml.is_empty() {
-            previous
-                .found
-                .iter()
-                .filter(|(name, _)| watch.clips.get(*name).is_some_and(|c| c.extract.is_none()))
-                .map(|(k, v)| (k.clone(), *v))
-                .collect()
+            layout::Found::previous(watch, previous)
         } else {
-            layout::xpath_clips_found(watch, &prepared.xml)
+            layout::xpaths_found(watch, &prepared.xml)
         };
         let (state, event) = layout::assess(watch, previous, page, &found);
         self.state.layout = serde_json::to_string(&state).ok();
         if let Some(event) = event {
             let summary = event.summary.clone();
-            tracing::warn!(watch = %watch.id, what = %summary, "layout changed");
-            let mut alert = self.alert(
-                AlertKind::LayoutChanged,
-                format!(
-                    "{}: layout changed: {summary}",
-                    watch.title.as_deref().unwrap_or(&watch.id)
-                ),
-            );
-            alert.error = Some(summary);
-            self.alerts.push(alert);
+            tracing::warn!(watch = %watch.id, what = %summary, dom_drift = event.dom_drift, "layout changed");
+            if !watch.layout.notify.is_empty() {
+                let mut alert = self.alert(
+                    AlertKind::LayoutChanged,
+                    format!(
+                        "{}: layout changed: {summary}",
+                        watch.title.as_deref().unwrap_or(&watch.id)
+                    ),
+                );
+                alert.error = Some(summary.clone());
+                self.alerts.push(alert);
+            }
+            self.layout_event = Some(summary);
             self.state.layout_event = serde_json::to_value(&event).ok();
         }
     }
 
+    /// A 304 (or nothing new): thresholds are judged on the stored snapshot
+    /// only if their settings changed since the last evaluation.
     fn evaluate_stored(&mut self, store: &Store, hash: Option<&str>) -> Result<(), StoreError> {
         let Some(hash) = hash else { return Ok(()) };
         let fp = fingerprint(hash, &self.watch.thresholds);

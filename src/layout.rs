@@ -5,22 +5,49 @@
 //!
 //! Layout monitoring answers the complaint users have about every
 //! selector-based monitor: after a redesign the selectors silently select
-//! nothing, or select the wrong thing and alert on noise. Here a check
+//! nothing, or select the wrong thing and alert on noise. A layout event
+//! means that something the watch depends on moved or vanished, measured on
+//! what semclip's XPaths address (the hierarchy), never on the DOM. A check
 //! raises one `layout` event when
 //!
-//! - the page's structure drifted: the estimated Jaccard distance of its
-//!   path shingles ([`crate::template::minhash`]) from the previous page's,
-//!   or from the nearest template of the watch's template set, is above
-//!   `layout.max_drift`. Path shingles ignore how many records a list has
-//!   and what the text says, so data changes do not count as drift;
 //! - a clip that selected something on the previous page selects nothing
 //!   now (an XPath clip, or an extract clip that finds nothing);
-//! - a region clip's wrapper no longer finds its region and the keywords
-//!   found it elsewhere ("moved").
+//! - a threshold's XPath that selected something selects nothing now (the
+//!   row it reads was removed or renamed);
+//! - the watch follows a learned template (`layout.template`) and the page
+//!   no longer fits it, so the template's data regions are not found;
+//! - the hierarchy's own label structure was reorganised: the Jaccard
+//!   distance between the sets of label paths ([`label_paths`]) of this
+//!   page and the previous one is above `layout.max_drift`.
 //!
-//! The event names what moved. It is raised once: while the page stays
-//! changed (drift from a template persists, a clip stays lost) no new one
-//! is raised; once it is back to normal, the next change raises again.
+//! # Decisions
+//!
+//! - **Label paths, not DOM paths.** A label path is the chain of
+//!   hierarchy element names from the root, with the labels that name a
+//!   structure rather than a record: a table's `label` (its caption), a
+//!   cell's `col` (its column header) and an extract clip's `clip` name.
+//!   Row keys, item texts and section headings are left out: they are the
+//!   page's data (a new row, a new headline), and the XPaths that name them
+//!   are watched one by one above. The hierarchy is built to be the same
+//!   whatever wrappers, class names, inline tags and whitespace the page
+//!   uses (`tests/it/markup.rs`), so markup-only edits give the same label
+//!   paths, hence a drift of 0.
+//! - **The DOM measure is a diagnostic.** The path-shingle sketch of the DOM
+//!   ([`crate::template::minhash`]) and the drift from the nearest template
+//!   are still measured and kept (`dom_drift` in the state and in the event),
+//!   because they help to explain an event; they never raise one.
+//! - **A moved region is a diagnostic.** When a region clip's wrapper no
+//!   longer finds its region but its keywords do, the clip still delivers
+//!   its data: the new wrapper is kept, the move is logged and named in an
+//!   event raised for another reason, and raises none by itself.
+//! - **Once per episode.** While the page stays changed (a clip or
+//!   threshold stays lost, the page stays off its template) no new event is
+//!   raised; once it is back to normal, the next change raises again. A
+//!   label drift is measured against the previous page, so it shows once.
+//! - **Backward compatible state.** Every field of [`LayoutState`] has a
+//!   serde default: a state stored by an older version (without label
+//!   paths) loads, and the first check after the upgrade measures no label
+//!   drift (there is nothing to compare with) rather than a false one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,28 +57,45 @@ use crate::budget::{Budget, Exceeded};
 use crate::config::{ExtractSpec, Watch};
 use crate::dom::Dom;
 use crate::extract::{self, region::Wrapper, vocabulary};
-use crate::hierarchy::{Hierarchy, assign_ids_within, build_parts_within, build_within, weigh};
+use crate::hierarchy::{
+    HNode, Hierarchy, Kind, assign_ids_within, build_parts_within, build_within, weigh,
+};
 use crate::number::decimal_style_for_lang;
 use crate::template::cluster::{Template, TemplateSet};
-use crate::template::minhash::Sketch;
+use crate::template::minhash::{Sketch, jaccard};
 use crate::template::tree::PageTree;
-use crate::xpath::HierarchyDoc;
+use crate::xpath::{HierarchyDoc, XPathValue};
 
 /// What the store keeps between checks for layout monitoring (as JSON).
+/// Every field has a default, so states written by older versions load.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LayoutState {
-    /// The path-shingle sketch of the last page.
+    /// The path-shingle sketch of the last page's DOM (diagnostic only).
     #[serde(default)]
     pub sketch: Option<Sketch>,
+    /// The label paths of the last page's hierarchy ([`label_paths`]);
+    /// `None` when no check has kept them yet.
+    #[serde(default)]
+    pub labels: Option<Vec<u64>>,
     /// Per clip: whether it selected something on the last page.
     #[serde(default)]
     pub found: BTreeMap<String, bool>,
+    /// Per threshold: whether its XPath selected something on the last page.
+    #[serde(default)]
+    pub thresholds_found: BTreeMap<String, bool>,
     /// Per region clip: the wrapper that found its region.
     #[serde(default)]
     pub wrappers: BTreeMap<String, Wrapper>,
     /// Clips that selected something once and nothing since.
     #[serde(default)]
     pub lost: BTreeSet<String>,
+    /// Thresholds whose XPath selected something once and nothing since.
+    #[serde(default)]
+    pub lost_thresholds: BTreeSet<String>,
+    /// The DOM drift measured on the last page, for diagnosis: never a
+    /// reason for an event.
+    #[serde(default)]
+    pub dom_drift: Option<f64>,
     /// A layout event was raised and the page has not returned to normal.
     #[serde(default)]
     pub changed: bool,
@@ -62,11 +106,17 @@ pub struct LayoutState {
 pub struct WatchPage {
     /// The hierarchy to compare and store.
     pub hierarchy: Hierarchy,
-    /// The page's structure sketch.
+    /// The page's DOM structure sketch (diagnostic).
     pub sketch: Sketch,
+    /// The label paths of [`WatchPage::hierarchy`] ([`label_paths`]).
+    pub labels: Vec<u64>,
     /// Drift from the nearest template of the watch's template set, when it
-    /// has one and the set is not empty.
+    /// has one and the set is not empty (DOM-level: diagnostic).
     pub template_drift: Option<(usize, f64)>,
+    /// Whether the nearest template's data regions are found in the page:
+    /// the page fits the template and the template finds data in it.
+    /// `None` without a template set.
+    pub template_regions: Option<bool>,
     /// Per extract clip: whether it found something.
     pub extracted: BTreeMap<String, bool>,
     /// Per region clip: the wrapper of the region found now.
@@ -96,17 +146,21 @@ pub fn build_page(
     // Drift from the nearest template, and that template's data regions.
     let mut data_roots = Vec::new();
     let mut template: Option<&Template> = None;
+    let mut template_regions = None;
     let template_drift = templates.and_then(|set| {
         let features = set.features(&tree);
         let (index, similarity) = set.nearest(&features)?;
         let t = set.templates.get(index)?;
+        let data = t.data_nodes(&features.sequence);
         if watch.data_only {
-            data_roots = maximal_elements(&tree, &t.data_nodes(&features.sequence));
+            data_roots = maximal_elements(&tree, &data);
         }
         // Article clips use the template only for a page that fits it.
-        if similarity >= 1.0 - set.threshold {
+        let fits = similarity >= 1.0 - set.threshold;
+        if fits {
             template = Some(t);
         }
+        template_regions = Some(fits && !data.is_empty());
         Some((index, t.drift(&features.sequence).clamp(0.0, 1.0)))
     });
     let has_extract = watch.clips.values().any(|c| c.extract.is_some());
@@ -192,10 +246,13 @@ pub fn build_page(
         assign_ids_within(&mut hierarchy, budget);
     }
     budget.check()?;
+    let labels = label_paths(&hierarchy);
     Ok(WatchPage {
         hierarchy,
         sketch,
+        labels,
         template_drift,
+        template_regions,
         extracted,
         wrappers,
         moved,
@@ -224,23 +281,80 @@ fn maximal_elements(tree: &PageTree, nodes: &[usize]) -> Vec<crate::dom::NodeId>
     roots
 }
 
+/// The hierarchy's label structure: one hash per distinct path of element
+/// names from the root, with the labels that name a structure (a table's
+/// `label`, a cell's `col`, an extract clip's `clip`), sorted. Row keys,
+/// item texts and headings are records, not structure, and are left out,
+/// so rows and headlines coming and going do not count as drift. Hashes
+/// are BLAKE3 (stable across versions and platforms: they are stored).
+pub fn label_paths(h: &Hierarchy) -> Vec<u64> {
+    fn segment(n: &HNode) -> String {
+        let mut s = n.kind.name().to_owned();
+        let label = match n.kind {
+            Kind::Table => n.label.as_deref(),
+            Kind::Cell => n.col.as_deref(),
+            _ => None,
+        };
+        if let Some(l) = label {
+            s.push_str("[@");
+            s.push_str(l);
+            s.push(']');
+        }
+        if let Some(c) = n.attr("clip") {
+            s.push_str("[clip=");
+            s.push_str(c);
+            s.push(']');
+        }
+        s
+    }
+    fn chain(parent: &[u8; 8], seg: &str) -> [u8; 8] {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(parent);
+        hasher.update(seg.as_bytes());
+        let mut out = [0u8; 8];
+        out.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
+        out
+    }
+    let mut out = BTreeSet::new();
+    // Depth-first with an explicit stack: a hostile page's depth is
+    // bounded by its budget, not by the thread's stack.
+    let mut stack: Vec<(&HNode, [u8; 8])> = h.children.iter().map(|c| (c, [0u8; 8])).collect();
+    while let Some((node, parent)) = stack.pop() {
+        let hash = chain(&parent, &segment(node));
+        out.insert(u64::from_le_bytes(hash));
+        stack.extend(node.children.iter().map(|c| (c, hash)));
+    }
+    out.into_iter().collect()
+}
+
 /// A "layout changed" event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LayoutEvent {
     /// Always `"layout"` (change events carry their kind).
     pub kind: &'static str,
-    /// The structural drift measured, 0..1.
+    /// The drift of the hierarchy's label structure ([`label_paths`]) from
+    /// the previous page: the Jaccard distance of the two sets, 0..1.
     pub drift: f64,
     /// The drift allowed.
     pub max_drift: f64,
-    /// What the drift was measured against: `"previous page"` or
-    /// `"template N of SET"`.
+    /// What the drift was measured against: `"previous page"`.
     pub against: String,
     /// Clips that selected something before and nothing now.
     pub lost: Vec<String>,
-    /// Region clips found again elsewhere by their keywords.
+    /// Thresholds whose XPath selected something before and nothing now.
+    pub lost_thresholds: Vec<String>,
+    /// The template (`template N of SET`) whose data regions are no longer
+    /// found, when that is a reason.
+    pub template: Option<String>,
+    /// Region clips found again elsewhere by their keywords (diagnostic).
     pub moved: Vec<String>,
-    /// All of it in one line ([`LayoutEvent::summary`]).
+    /// Diagnostic only, never a reason for the event: the estimated Jaccard
+    /// distance of the DOM's path shingles from `dom_against`, 0..1.
+    pub dom_drift: f64,
+    /// What `dom_drift` was measured against: `"previous page"` or
+    /// `"template N of SET"`.
+    pub dom_against: String,
+    /// The reasons in one line ([`LayoutEvent::summary`]).
     pub summary: String,
 }
 
@@ -250,7 +364,7 @@ impl LayoutEvent {
         let mut parts = Vec::new();
         if self.drift > self.max_drift {
             parts.push(format!(
-                "structure drifted {:.0}% from the {} (allowed {:.0}%)",
+                "label structure drifted {:.0}% from the {} (allowed {:.0}%)",
                 self.drift * 100.0,
                 self.against,
                 self.max_drift * 100.0
@@ -262,6 +376,17 @@ impl LayoutEvent {
                 self.lost.join(", ")
             ));
         }
+        if !self.lost_thresholds.is_empty() {
+            parts.push(format!(
+                "thresholds selecting nothing now: {}",
+                self.lost_thresholds.join(", ")
+            ));
+        }
+        if let Some(t) = &self.template {
+            parts.push(format!(
+                "the page no longer fits {t}: its data regions are not found"
+            ));
+        }
         if !self.moved.is_empty() {
             parts.push(format!("regions moved: {}", self.moved.join(", ")));
         }
@@ -269,16 +394,73 @@ impl LayoutEvent {
     }
 }
 
+/// What the watch's XPaths select on one page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Per XPath clip: whether it selects something.
+    pub clips: BTreeMap<String, bool>,
+    /// Per threshold: whether its XPath selects something.
+    pub thresholds: BTreeMap<String, bool>,
+}
+
+impl Found {
+    /// What the previous page selected, as kept in `state` (for a page
+    /// whose data did not change).
+    pub fn previous(watch: &Watch, state: &LayoutState) -> Found {
+        Found {
+            clips: state
+                .found
+                .iter()
+                .filter(|(name, _)| watch.clips.get(*name).is_some_and(|c| c.extract.is_none()))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            thresholds: state
+                .thresholds_found
+                .iter()
+                .filter(|(name, _)| watch.thresholds.iter().any(|t| &t.name == *name))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+        }
+    }
+}
+
+/// The names in `now` that are false and were true in `before`.
+fn newly_lost(now: &BTreeMap<String, bool>, before: &BTreeMap<String, bool>) -> Vec<String> {
+    now.iter()
+        .filter(|&(name, &found)| !found && before.get(name).copied().unwrap_or(false))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// `lost` and `newly` minus what `now` finds again.
+fn still_lost(
+    lost: &BTreeSet<String>,
+    newly: &[String],
+    now: &BTreeMap<String, bool>,
+) -> BTreeSet<String> {
+    lost.iter()
+        .chain(newly)
+        .filter(|name| !now.get(*name).copied().unwrap_or(false))
+        .cloned()
+        .collect()
+}
+
 /// Compares the page with the previous state: the new state to store and
-/// the event to raise, if any. `xpath_found` tells, per XPath clip, whether
-/// it selects something on this page.
+/// the event to raise, if any. `xpaths` tells what the watch's XPath clips
+/// and thresholds select on this page.
 pub fn assess(
     watch: &Watch,
     previous: &LayoutState,
     page: &WatchPage,
-    xpath_found: &BTreeMap<String, bool>,
+    xpaths: &Found,
 ) -> (LayoutState, Option<LayoutEvent>) {
-    let (drift, against) = match (&watch.layout.template, page.template_drift) {
+    // The trigger: the hierarchy's label structure against the last page's.
+    let drift = previous
+        .labels
+        .as_ref()
+        .map_or(0.0, |before| 1.0 - jaccard(before, &page.labels));
+    // The diagnostic: the DOM's structure.
+    let (dom_drift, dom_against) = match (&watch.layout.template, page.template_drift) {
         (Some(set), Some((index, drift))) => (drift, format!("template {index} of {set}")),
         _ => (
             previous
@@ -288,69 +470,103 @@ pub fn assess(
             "previous page".to_owned(),
         ),
     };
-    let mut found: BTreeMap<String, bool> = xpath_found.clone();
+    let template_lost = match (&watch.layout.template, page.template_drift) {
+        (Some(set), Some((index, _))) if page.template_regions == Some(false) => {
+            Some(format!("template {index} of {set}"))
+        }
+        _ => None,
+    };
+    let mut found: BTreeMap<String, bool> = xpaths.clips.clone();
     found.extend(page.extracted.iter().map(|(k, v)| (k.clone(), *v)));
-    let newly_lost: Vec<String> = found
-        .iter()
-        .filter(|&(name, &now)| !now && previous.found.get(name).copied().unwrap_or(false))
-        .map(|(name, _)| name.clone())
-        .collect();
-    // Lost clips stay lost until they select something again.
-    let lost: BTreeSet<String> = previous
-        .lost
-        .iter()
-        .chain(&newly_lost)
-        .filter(|name| !found.get(*name).copied().unwrap_or(false))
-        .cloned()
-        .collect();
+    let newly_lost_clips = newly_lost(&found, &previous.found);
+    let newly_lost_thresholds = newly_lost(&xpaths.thresholds, &previous.thresholds_found);
+    // Lost clips and thresholds stay lost until they select something again.
+    let lost = still_lost(&previous.lost, &newly_lost_clips, &found);
+    let lost_thresholds = still_lost(
+        &previous.lost_thresholds,
+        &newly_lost_thresholds,
+        &xpaths.thresholds,
+    );
     let drifted = drift > watch.layout.max_drift;
-    let abnormal = drifted || !lost.is_empty() || !page.moved.is_empty();
+    let abnormal =
+        drifted || !lost.is_empty() || !lost_thresholds.is_empty() || template_lost.is_some();
+    if !page.moved.is_empty() {
+        tracing::info!(
+            watch = %watch.id,
+            regions = %page.moved.join(", "),
+            "region clips found again elsewhere by their keywords"
+        );
+    }
+    tracing::debug!(watch = %watch.id, drift, dom_drift, against = %dom_against, "layout measured");
     let event = (abnormal && !previous.changed).then(|| {
         let mut e = LayoutEvent {
             kind: "layout",
             drift,
             max_drift: watch.layout.max_drift,
-            against,
-            lost: newly_lost,
+            against: "previous page".to_owned(),
+            lost: newly_lost_clips,
+            lost_thresholds: newly_lost_thresholds,
+            template: template_lost.clone(),
             moved: page.moved.clone(),
+            dom_drift,
+            dom_against,
             summary: String::new(),
         };
         e.summary = e.summary();
         e
     });
-    // Against the previous page, a drift shows once (the next page is
-    // compared with this one) and a move is followed by the new wrapper;
-    // drift from a template and lost clips last until they end.
-    let persists = (watch.layout.template.is_some() && drifted) || !lost.is_empty();
+    // A label drift shows once (the next page is compared with this one)
+    // and a move is followed by the new wrapper; lost clips and
+    // thresholds and a page off its template last until they end.
+    let persists = template_lost.is_some() || !lost.is_empty() || !lost_thresholds.is_empty();
     let state = LayoutState {
         sketch: Some(page.sketch.clone()),
+        labels: Some(page.labels.clone()),
         found,
+        thresholds_found: xpaths.thresholds.clone(),
         wrappers: page.wrappers.clone(),
         lost,
+        lost_thresholds,
+        dom_drift: Some(dom_drift),
         changed: persists,
     };
     (state, event)
 }
 
-/// Per XPath clip of `watch`, whether it selects something in `xml`.
-pub fn xpath_clips_found(watch: &Watch, xml: &str) -> BTreeMap<String, bool> {
-    let clips: Vec<(&String, &String)> = watch
-        .clips
-        .iter()
-        .filter(|(_, c)| c.extract.is_none())
-        .map(|(n, c)| (n, &c.xpath))
-        .collect();
-    if clips.is_empty() {
-        return BTreeMap::new();
+/// Whether `xpath` selects something in `doc`: a node, a finite number, a
+/// non-empty string, or a boolean. An expression that fails selects
+/// nothing.
+fn selects(doc: &HierarchyDoc, xpath: &str) -> bool {
+    match doc.evaluate(xpath) {
+        Ok(XPathValue::Nodes(nodes)) => !nodes.is_empty(),
+        Ok(XPathValue::Number(n)) => n.is_finite(),
+        Ok(XPathValue::String(s)) => !s.is_empty(),
+        Ok(XPathValue::Boolean(_)) => true,
+        Err(_) => false,
+    }
+}
+
+/// What the XPath clips and the thresholds of `watch` select in the
+/// hierarchy `xml` (nothing is recorded when it does not parse).
+pub fn xpaths_found(watch: &Watch, xml: &str) -> Found {
+    let has_xpath_clips = watch.clips.values().any(|c| c.extract.is_none());
+    if !has_xpath_clips && watch.thresholds.is_empty() {
+        return Found::default();
     }
     let Ok(doc) = HierarchyDoc::parse(xml) else {
-        return BTreeMap::new();
+        return Found::default();
     };
-    clips
-        .into_iter()
-        .map(|(name, xpath)| {
-            let any = doc.select_ids(xpath).is_ok_and(|ids| !ids.is_empty());
-            (name.clone(), any)
-        })
-        .collect()
+    Found {
+        clips: watch
+            .clips
+            .iter()
+            .filter(|(_, c)| c.extract.is_none())
+            .map(|(name, c)| (name.clone(), selects(&doc, &c.xpath)))
+            .collect(),
+        thresholds: watch
+            .thresholds
+            .iter()
+            .map(|t| (t.name.clone(), selects(&doc, &t.xpath)))
+            .collect(),
+    }
 }

@@ -42,6 +42,8 @@ pub struct Metrics {
     pub fetch_seconds: Histogram,
     /// Semantic changes found.
     pub changes: Counter,
+    /// Layout events raised (not counted among the changes).
+    pub layout_events: Counter,
     /// Alerts queued (one per alert, whatever the number of notifiers).
     pub alerts_queued: Counter,
     /// Outbox rows delivered.
@@ -82,6 +84,12 @@ impl Metrics {
         );
         let changes = Counter::default();
         registry.register("changes", "Semantic changes found", changes.clone());
+        let layout_events = Counter::default();
+        registry.register(
+            "layout_events",
+            "Layout events raised (something a watch depends on moved or vanished; not changes)",
+            layout_events.clone(),
+        );
         let alerts_queued = Counter::default();
         registry.register(
             "alerts_queued",
@@ -129,6 +137,7 @@ impl Metrics {
             checks,
             fetch_seconds,
             changes,
+            layout_events,
             alerts_queued,
             alerts_sent,
             alerts_failed,
@@ -154,6 +163,9 @@ impl Metrics {
         self.checks.get_or_create(&CheckLabels { outcome }).inc();
         self.fetch_seconds.observe(report.fetch_time.as_secs_f64());
         self.alerts_queued.inc_by(report.alerts.len() as u64);
+        if report.layout.is_some() {
+            self.layout_events.inc();
+        }
     }
 
     /// Counts a clip request.

@@ -1,7 +1,8 @@
 //! `semclip check [WATCH...]`: runs watches once, prints what changed and
 //! what is alerted, and (unless `--dry-run`) records the checks and delivers
 //! the alerts. Exit status: 0 nothing to alert, 1 alerts raised, 2 a check
-//! failed or trouble.
+//! failed or trouble. A layout event is printed as `layout changed: ...`;
+//! it is an alert (and exit 1) only for a watch with `layout.notify`.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -71,6 +72,11 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
                 .map(crate::threshold::fmt)
                 .unwrap_or_else(|| "-".into());
             writeln!(out, "  threshold {name}: {} ({value})", level.as_str())?;
+        }
+        // A layout event is not a data change: it is printed apart, and it
+        // is an alert (exit 1) only when the watch has `layout.notify`.
+        if let Some(summary) = &report.layout {
+            writeln!(out, "  layout changed: {summary}")?;
         }
         for alert in &report.alerts {
             let verb = if args.dry_run { "would alert" } else { "alert" };

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::lenient;
 use super::raw::{
     ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawFetchDefaults, RawMonitor, RawNotifier,
     RawSchedule, RawScope, RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch,
     RawWatchFetch, Sp,
 };
-use super::tree::{self, DOCUMENT, join};
+use super::tree::{DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,
     ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, MAX_SECRET_FILE, NotifierConfig,
@@ -483,14 +484,22 @@ pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> Daemon
         Ok(t) => t,
         Err(d) => return failed(out, d),
     };
-    let raw = match serde_saphyr::from_str_with_options::<Option<Sp<RawDaemon>>>(
-        &text,
-        serde_saphyr::options! { with_snippet: false },
-    ) {
+    // Unknown keys are reported and skipped, so the rest is still checked.
+    let mut unknown = Vec::new();
+    let raw = match lenient::from_str::<Option<Sp<RawDaemon>>>(file, &text, &mut unknown) {
         Ok(r) => r,
-        Err(e) => return failed(out, tree::diagnostic(file, &text, &e)),
+        Err(()) => {
+            unknown.sort_by_key(|d| (d.line, d.column));
+            out.append(&mut unknown);
+            return DaemonOutcome {
+                config: daemon_defaults(Some(file.to_path_buf()), base),
+                notifier_names: None,
+                watches_at: None,
+            };
+        }
     };
     let Some(raw) = raw else {
+        out.append(&mut unknown);
         return DaemonOutcome {
             config: daemon_defaults(Some(file.to_path_buf()), base),
             notifier_names: Some(BTreeSet::new()),
@@ -498,6 +507,7 @@ pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> Daemon
         };
     };
     let mut cx = Ctx::new(file);
+    cx.diags.append(&mut unknown);
     let outcome = daemon(raw, &mut cx);
     cx.finish(out);
     outcome
@@ -1026,12 +1036,12 @@ fn load_watch_file(
             return None;
         }
     };
-    let raw = match serde_saphyr::from_str_with_options::<Option<Sp<RawWatch>>>(
-        &text,
-        serde_saphyr::options! { with_snippet: false },
-    ) {
+    // Unknown keys are reported and skipped, so the rest is still checked.
+    let mut unknown = Vec::new();
+    let raw = match lenient::from_str::<Option<Sp<RawWatch>>>(file, &text, &mut unknown) {
         Ok(Some(r)) => r,
         Ok(None) => {
+            out.append(&mut unknown);
             out.push(Diagnostic {
                 file: file.to_path_buf(),
                 line: 1,
@@ -1041,12 +1051,14 @@ fn load_watch_file(
             });
             return None;
         }
-        Err(e) => {
-            out.push(tree::diagnostic(file, &text, &e));
+        Err(()) => {
+            unknown.sort_by_key(|d| (d.line, d.column));
+            out.append(&mut unknown);
             return None;
         }
     };
     let mut cx = Ctx::new(file);
+    cx.diags.append(&mut unknown);
     let watch = watch(raw, daemon, fence, known, &mut cx);
     let ok = cx.diags.is_empty();
     cx.finish(out);

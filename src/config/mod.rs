@@ -2,7 +2,9 @@
 //! read, checked and turned into the validated types below.
 //!
 //! Reading has two phases. YAML is first deserialized into raw structs that
-//! reject unknown keys and remember where every value was written; then every
+//! reject unknown keys and remember where every value was written (an
+//! unknown key is reported, with a "did you mean", and skipped so that the
+//! rest of the file is still read: [`lenient`]); then every
 //! value is checked (URLs, cron expressions, time zones, durations, byte sizes,
 //! XPaths, notifier names, secrets, ...) into the types of this module. Every
 //! problem found becomes a [`Diagnostic`] naming the file, line, column and
@@ -22,6 +24,7 @@
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
 mod check;
+mod lenient;
 mod raw;
 mod tree;
 

@@ -581,16 +581,16 @@ pub(crate) enum RawExtract {
     Region,
 }
 
-/// Layout monitoring: one "layout changed" event when the page's structure drifts from what it was (or from a learned template), or a clip stops finding anything.
+/// Layout monitoring: one "layout changed" event when something the watch depends on moved or vanished: a clip or threshold XPath that selected something selects nothing, the page no longer fits the learned template, or the hierarchy's label structure was reorganised. Markup alone (wrappers, class names) never raises one.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Layout")]
 pub(crate) struct RawLayout {
-    /// A template set learned with `semclip learn NAME ...`: drift is measured against its nearest template. Default: against the page's previous structure.
+    /// A template set learned with `semclip learn NAME ...`: the event is raised when the page no longer fits its nearest template (its data regions are not found). Default: no template.
     pub template: Option<Sp<String>>,
-    /// Structural drift (0 = same structure, 1 = nothing in common) beyond which the layout counts as changed. Default: 0.5.
+    /// Drift of the hierarchy's label structure from the previous page (Jaccard distance of the label paths: 0 = same structure, 1 = nothing in common) beyond which the layout counts as changed. Default: 0.5.
     pub max_drift: Option<Sp<f64>>,
-    /// Notifier names from the daemon file told about layout changes. Default: nobody (status page, feed and log only).
+    /// Notifier names from the daemon file told about layout changes; only then is a layout event an alert. Default: nobody (status page, feed and log only).
     pub notify: Option<Sp<Vec<Sp<String>>>>,
 }
 

@@ -131,7 +131,9 @@ pub struct ChangeItem {
     pub id: i64,
     /// When it was found.
     pub at: String,
-    /// `update`, `insert`, `delete` or `move`.
+    /// `update`, `insert`, `delete` or `move` for a data change; `layout`
+    /// for a layout event (something the watch depends on moved or
+    /// vanished), which is not a data change.
     pub kind: String,
     /// The snapshot that holds the new data, unless pruned.
     pub snapshot_id: Option<i64>,

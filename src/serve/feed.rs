@@ -8,12 +8,18 @@
 //! `semclip diff` prints them, in a text summary and an XHTML-free HTML list
 //! (escaped: the values come from foreign pages). Entry ids are stable
 //! `tag:` URIs, so a feed reader never shows an entry twice.
+//!
+//! Layout events (kind `layout`: something the watch depends on moved or
+//! vanished, see [`crate::layout`]) are not data changes: each is an entry
+//! of its own titled `WATCH: layout changed` with the Atom category
+//! `layout`, never counted among a check's changes; data entries carry the
+//! category `change`. A watch's clip feeds hold data changes only.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use atom_syndication::{Content, Entry, Feed, FixedDateTime, Link, Person, Text};
+use atom_syndication::{Category, Content, Entry, Feed, FixedDateTime, Link, Person, Text};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +30,9 @@ use super::auth::Need;
 use super::clip::ClipKey;
 use super::routes::{Error, Form, clip_data, require};
 use crate::store::ChangeRecord;
+
+/// The kind of layout events.
+const LAYOUT: &str = "layout";
 
 /// Entries per feed.
 pub const ENTRIES: usize = 50;
@@ -118,13 +127,19 @@ fn entries_of(
     events: Vec<ChangeRecord>,
     only: Option<&[String]>,
 ) -> Vec<(SystemTime, Entry)> {
-    let mut groups: BTreeMap<(i64, i64), Vec<ChangeRecord>> = BTreeMap::new();
+    let mut groups: BTreeMap<(bool, i64, i64), Vec<ChangeRecord>> = BTreeMap::new();
     for e in events {
         if only.is_some_and(|ids| !touches(&e.change, ids)) {
             continue;
         }
-        // Events of one check share a snapshot (and a time, if it was pruned).
-        let key = e.snapshot_id.map_or((0, millis(e.at)), |s| (s, 0));
+        // Events of one check share a snapshot (and a time, if it was
+        // pruned); a layout event is an entry of its own.
+        let layout = e.kind == LAYOUT;
+        let key = match e.snapshot_id {
+            _ if layout => (true, e.id, 0),
+            Some(s) => (false, s, 0),
+            None => (false, 0, millis(e.at)),
+        };
         groups.entry(key).or_default().push(e);
     }
     let mut out: Vec<(SystemTime, Entry)> = groups
@@ -139,11 +154,19 @@ fn entries_of(
                 percent_encoding::utf8_percent_encode(watch, percent_encoding::NON_ALPHANUMERIC),
                 first.id
             ));
-            entry.set_title(Text::plain(format!(
-                "{watch}: {} change{}",
-                lines.len(),
-                if lines.len() == 1 { "" } else { "s" }
-            )));
+            let layout = first.kind == LAYOUT;
+            entry.set_title(Text::plain(if layout {
+                format!("{watch}: layout changed")
+            } else {
+                format!(
+                    "{watch}: {} change{}",
+                    lines.len(),
+                    if lines.len() == 1 { "" } else { "s" }
+                )
+            }));
+            let mut category = Category::default();
+            category.set_term(if layout { LAYOUT } else { "change" });
+            entry.set_categories(vec![category]);
             entry.set_updated(time(at));
             entry.set_summary(Some(Text::plain(lines.join("\n"))));
             let mut html = String::from("<ul>");

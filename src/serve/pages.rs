@@ -199,6 +199,16 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
                 }
             }
         }
+
+        @if !page.layout.is_empty() {
+            section #layout {
+                h2 { "Layout events" }
+                p.empty { "Something this watch depends on moved or vanished; not a data change." }
+                ol.changes {
+                    @for c in &page.layout { (change_item(c, now)) }
+                }
+            }
+        }
     };
     let title = format!("{heading} — semclip status");
     layout(&title, true, Some(&feed), body)
@@ -752,6 +762,11 @@ mod tests {
                     line: "row Widget".to_owned(),
                 },
             ],
+            layout: vec![ChangeView {
+                at: ago(7_200),
+                kind: "layout".to_owned(),
+                line: "layout changed: clips selecting nothing now: prices".to_owned(),
+            }],
             thresholds: vec![
                 threshold("price", vec![(ago(120), 299.0), (ago(60), 301.5)]),
                 threshold("stock level", vec![]),
@@ -942,6 +957,7 @@ mod tests {
                 kind: h.clone(),
                 line: h.clone(),
             }],
+            layout: vec![],
             thresholds: vec![ThresholdView {
                 name: h.clone(),
                 xpath: h.clone(),
@@ -1015,6 +1031,7 @@ mod tests {
 
         assert_eq!(xpath_count(&html, "//section[@class='clip']"), 2);
         assert_eq!(xpath_count(&html, "//section[@id='changes']//li"), 2);
+        assert_eq!(xpath_count(&html, "//section[@id='layout']//li"), 1);
         assert_eq!(
             xpath_count(&html, "//table[@class='thresholds']/tbody/tr"),
             2
@@ -1028,8 +1045,10 @@ mod tests {
         p.row.title = None;
         p.clips.clear();
         p.changes.clear();
+        p.layout.clear();
         p.thresholds.clear();
         let html = watch(&p, now());
+        assert!(!html.contains("Layout events"), "no section without events");
         assert!(html.contains("<h1>shop</h1>"));
         assert!(html.contains("No changes recorded yet."));
         assert!(html.contains("No thresholds defined."));

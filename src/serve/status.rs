@@ -1,5 +1,6 @@
 //! The status pages: `/status` (every watch) and `/status/{watch}` (its
-//! clips rendered, recent changes, thresholds with a chart of each value).
+//! clips rendered, recent changes, layout events apart from them,
+//! thresholds with a chart of each value).
 //! Gathers the data into [`super::view`] types; [`super::pages`] renders.
 
 use std::sync::Arc;
@@ -117,14 +118,15 @@ pub async fn watch(
         })
         .await
         .map_err(|e| Error::internal(&format!("{e:#}"), Form::Html))?;
-    let changes = events
+    // Layout events are listed apart: they are not data changes.
+    let (layout, changes): (Vec<ChangeView>, Vec<ChangeView>) = events
         .into_iter()
         .map(|e| ChangeView {
             at: e.at,
             line: super::feed::line(&e.change),
             kind: e.kind,
         })
-        .collect();
+        .partition(|c| c.kind == "layout");
     let records = g.thresholds.get(&id).map_or(&[][..], Vec::as_slice);
     let thresholds = watch
         .iter()
@@ -153,6 +155,7 @@ pub async fn watch(
         row,
         clips,
         changes,
+        layout,
         thresholds,
     };
     Ok(html(super::pages::watch(&page, SystemTime::now())))

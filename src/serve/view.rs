@@ -99,8 +99,11 @@ pub struct WatchPage {
     pub row: WatchRow,
     /// Its clips, in name order.
     pub clips: Vec<ClipView>,
-    /// Its recent semantic changes, newest first.
+    /// Its recent semantic changes, newest first (data only).
     pub changes: Vec<ChangeView>,
+    /// Its recent layout events, newest first: kept apart from the data
+    /// changes (see [`crate::layout`]).
+    pub layout: Vec<ChangeView>,
     /// Its thresholds, in file order.
     pub thresholds: Vec<ThresholdView>,
 }

@@ -297,7 +297,7 @@ fn validate_names_every_problem_in_every_file() {
     let stderr = text(&out.stderr);
     let expected = [
         "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
-        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures, monitor, layout",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures, monitor, layout (did you mean `thresholds`?)",
         "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
         "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
         "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
@@ -305,6 +305,46 @@ fn validate_names_every_problem_in_every_file() {
         "watches/g-inline.yaml:5:21: fetch.auth.bearer.token: secrets are never inline: write {env: NAME} or {file: PATH}",
         "watches/h-secret-file.yaml:5:14: fetch.cookies.session: cannot read secret file watches/no-such-secret: no such file",
         "semclip: 8 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
+fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "notifiers:\n  log: {file: {path: alerts.jsonl}}\nlisten: localhost\nretension: {keep_days: 3}\n",
+        ),
+        (
+            "watches/a.yaml",
+            "url: http://example.org/\nschedule:\n  cron: \"0 25 * * *\"\n\
+             clips:\n  gazp: {xpath: \"//row[@key='GAZP'/cell\", descripton: GAZP}\n\
+             thresholds:\n  - name: high\n    xpath: //cell/@num\n    above: 300\n    hysterisis: 1\n    notify: [log, ops]\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: ftp://example.org/\nschedul: {every: 1m}\nschedule: {every: soon}\nlayout:\n  max_drfit: 0.3\n  notify: [log]\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let threshold_keys =
+        "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
+    let expected = [
+        "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
+        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo (did you mean `retention`?)".to_owned(),
+        "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
+        "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
+        "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
+        format!("watches/a.yaml:10:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of {threshold_keys} (did you mean `hysteresis`?)"),
+        "watches/a.yaml:11:19: thresholds[0].notify[1]: unknown notifier `ops` (the daemon file defines: log)".to_owned(),
+        "watches/b.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file".to_owned(),
+        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, clips, thresholds, on_change, failures, monitor, layout (did you mean `schedule`?)".to_owned(),
+        "watches/b.yaml:3:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)".to_owned(),
+        "watches/b.yaml:5:3: layout.max_drfit: unknown field `max_drfit`, expected one of template, max_drift, notify (did you mean `max_drift`?)".to_owned(),
+        "semclip: 11 configuration problems found".to_owned(),
     ];
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
 }

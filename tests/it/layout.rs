@@ -433,3 +433,259 @@ fn record_extraction_by_a_learned_template_keeps_only_lists_that_vary() {
         .collect();
     assert_eq!(learned, expected);
 }
+
+/// A watch of `page` whose clips and thresholds address what its
+/// hierarchy `h` holds: its first table and first section as clips, and up
+/// to three numbers as thresholds (so a lost XPath would show).
+fn watch_of(dir: &Path, h: &semclip::hierarchy::Hierarchy) -> semclip::config::Watch {
+    use semclip::hierarchy::{HNode, Kind};
+    fn walk<'a>(n: &'a HNode, out: &mut Vec<&'a HNode>) {
+        out.push(n);
+        for c in &n.children {
+            walk(c, out);
+        }
+    }
+    let mut nodes = Vec::new();
+    for c in &h.children {
+        walk(c, &mut nodes);
+    }
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut clips = String::new();
+    for kind in [Kind::Table, Kind::Section] {
+        if let Some(n) = nodes.iter().find(|n| n.kind == kind) {
+            clips.push_str(&format!("  {}: {{xpath: {}}}\n", kind.name(), q(&n.xpath)));
+        }
+    }
+    let mut thresholds = String::new();
+    for (i, n) in nodes.iter().filter(|n| n.num.is_some()).take(3).enumerate() {
+        thresholds.push_str(&format!(
+            "  - name: n{i}\n    xpath: {}\n    above: 1\n",
+            q(&format!("{}/@num", n.xpath))
+        ));
+    }
+    let mut yaml = "url: file:///page.html\nschedule: {every: 1h}\n".to_owned();
+    if !clips.is_empty() {
+        yaml.push_str(&format!("clips:\n{clips}"));
+    }
+    if !thresholds.is_empty() {
+        yaml.push_str(&format!("thresholds:\n{thresholds}"));
+    }
+    let watches = dir.join("watches");
+    std::fs::create_dir_all(&watches).unwrap_or_else(|e| panic!("{e}"));
+    write(&watches.join("page.yaml"), &yaml);
+    let loaded =
+        semclip::config::load(None, Some(&watches)).unwrap_or_else(|d| panic!("{yaml}\n{d:#?}"));
+    loaded
+        .watches
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no watch"))
+}
+
+/// One page through the watch pipeline's layout decision: the page as
+/// built for `watch`, its XML, what the watch's XPaths select there, and
+/// the layout state and event against `previous`.
+fn through_layout(
+    html: &str,
+    watch: &semclip::config::Watch,
+    previous: &semclip::layout::LayoutState,
+) -> (
+    semclip::layout::WatchPage,
+    semclip::layout::Found,
+    semclip::layout::LayoutState,
+    Option<semclip::layout::LayoutEvent>,
+) {
+    use semclip::budget::Budget;
+    use semclip::config::PageLimits;
+    let budget = Budget::new(PageLimits::default());
+    let page = semclip::layout::build_page(html, None, watch, previous, None, &budget)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let xml = semclip::output::to_xml(&page.hierarchy, semclip::output::XmlOptions::default());
+    let found = semclip::layout::xpaths_found(watch, &xml);
+    let (state, event) = semclip::layout::assess(watch, previous, &page, &found);
+    (page, found, state, event)
+}
+
+#[test]
+fn markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus() {
+    use crate::markup::{CHANGES, Change, write_html};
+    use crate::util::{corpus, corpus_pages, read_page};
+    use semclip::dom::Dom;
+    use semclip::layout::LayoutState;
+    let Some(corpus) =
+        corpus("markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus")
+    else {
+        return;
+    };
+    let pages = corpus_pages(&corpus);
+    assert!(pages.len() > 300, "found {} pages", pages.len());
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (mut failures, mut checked, mut xpaths, mut dom_alarms) = (Vec::new(), 0, 0, 0);
+    let mut max_dom = 0.0f64;
+    for path in &pages {
+        let dom = Dom::parse(&read_page(path));
+        let base_html = write_html(&dom, Change::None);
+        let base_h = semclip::hierarchy::Hierarchy::from_html(&base_html, None);
+        let watch = watch_of(tmp.path(), &base_h);
+        let (base, found, state, event) =
+            through_layout(&base_html, &watch, &LayoutState::default());
+        assert!(
+            event.is_none(),
+            "{}: a first page raises nothing",
+            path.display()
+        );
+        // Every XPath of the watch selects something on the page, so a lost
+        // one would raise an event.
+        let all: Vec<_> = found.clips.iter().chain(&found.thresholds).collect();
+        assert!(
+            all.iter().all(|(_, f)| **f),
+            "{}: {found:?}",
+            path.display()
+        );
+        xpaths += all.len();
+        for change in CHANGES {
+            let html = write_html(&dom, change);
+            let (page, _, after, event) = through_layout(&html, &watch, &state);
+            let changes = semclip::diff::diff(&base.hierarchy, &page.hierarchy);
+            checked += 1;
+            let dom_drift = after.dom_drift.unwrap_or_default();
+            max_dom = max_dom.max(dom_drift);
+            if dom_drift > watch.layout.max_drift {
+                dom_alarms += 1;
+            }
+            if let Some(e) = event {
+                failures.push(format!(
+                    "{} {change:?}: layout event: {}",
+                    path.display(),
+                    e.summary
+                ));
+            }
+            if !changes.is_empty() {
+                failures.push(format!(
+                    "{} {change:?}: {} change events, first {:?}",
+                    path.display(),
+                    changes.len(),
+                    changes[0]
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{} pages, {checked} markup-only edits, {xpaths} clip and threshold XPaths: \
+         {} layout or change events; the DOM drift (diagnostic) went up to {max_dom:.2} \
+         and was above max_drift on {dom_alarms} edits",
+        pages.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The quote page with `rows` (ticker, price), optionally wrapped in two
+/// more `<div>`s.
+fn quotes(rows: &[(&str, &str)], wrapped: bool) -> String {
+    let rows: String = rows
+        .iter()
+        .map(|(t, p)| format!("<tr><td>{t}</td><td>{p}</td></tr>"))
+        .collect();
+    let table = format!(
+        "<table><caption>Shares</caption><tr><th>Ticker</th><th>Last</th></tr>{rows}</table>"
+    );
+    let table = if wrapped {
+        format!("<div class=outer><div class=inner>{table}</div></div>")
+    } else {
+        table
+    };
+    format!(
+        "<!doctype html><html lang=en><head><title>Quotes</title></head><body>\
+         <h1>Market</h1>{table}<footer><p>Prices in roubles.</p></footer></body></html>"
+    )
+}
+
+fn layout_events(dir: &Path) -> Vec<serde_json::Value> {
+    let store = Store::open(&dir.join("state/semclip.db")).unwrap_or_else(|e| panic!("{e}"));
+    store
+        .changes("quotes", None, 100)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|e| e.kind == "layout")
+        .map(|e| e.change)
+        .collect()
+}
+
+#[test]
+fn wrappers_are_silent_and_a_removed_threshold_row_raises_one_layout_event() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path();
+    let page = dir.join("quotes.html");
+    let rows = [("GAZP", "251,30"), ("SBER", "300,15"), ("LKOH", "7 012")];
+    write(&page, &quotes(&rows, false));
+    let url = url::Url::from_file_path(&page).unwrap_or_else(|()| panic!("file url"));
+    setup(
+        dir,
+        "",
+        &[(
+            "quotes",
+            format!(
+                "url: {url}\nschedule: {{every: 1h}}\n\
+                 clips:\n  shares: {{xpath: \"//table[@label='Shares']\"}}\n\
+                 thresholds:\n  - name: sber\n    \
+                 xpath: \"//table[@label='Shares']/row[@key='SBER']/cell[@col='Last']/@num\"\n    \
+                 above: 1000\n"
+            ),
+        )],
+    );
+    let config = dir.join("semclip.yaml");
+    let (code, out) = check(&config);
+    assert_eq!(code, 0, "{out}");
+
+    // The table wrapped in two more divs: no change, no layout event, no
+    // alert, exit 0 (issue 17: this raised a layout event with drift 1.0).
+    write(&page, &quotes(&rows, true));
+    let (code, out) = check(&config);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("quotes: unchanged"), "{out}");
+    assert!(!out.contains("layout") && !out.contains("alert:"), "{out}");
+    assert!(layout_events(dir).is_empty(), "{:#?}", layout_events(dir));
+
+    // A data change (another row, a new price) is a change, not a layout event.
+    let more = [
+        ("GAZP", "268,40"),
+        ("SBER", "300,15"),
+        ("LKOH", "7 012"),
+        ("ROSN", "550"),
+    ];
+    write(&page, &quotes(&more, true));
+    let (_, out) = check(&config);
+    assert!(out.contains("semantic changes"), "{out}");
+    assert!(layout_events(dir).is_empty(), "{:#?}", layout_events(dir));
+
+    // The threshold's row is removed: exactly one layout event naming it.
+    let without = [("GAZP", "268,40"), ("LKOH", "7 012"), ("ROSN", "550")];
+    write(&page, &quotes(&without, true));
+    let (_, out) = check(&config);
+    assert!(
+        out.contains("layout changed: thresholds selecting nothing now: sber"),
+        "{out}"
+    );
+    let events = layout_events(dir);
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["lost_thresholds"], serde_json::json!(["sber"]));
+    assert_eq!(events[0]["lost"], serde_json::json!([]));
+    assert_eq!(events[0]["drift"].as_f64(), Some(0.0), "{:#}", events[0]);
+    // The watch did not ask for layout notifications: no layout alert.
+    assert!(!out.contains("alert: quotes: layout"), "{out}");
+    assert!(layout_alerts(dir).is_empty(), "{:#?}", file_alerts(dir));
+
+    // Still removed, and more data changes: no second event.
+    write(
+        &page,
+        &quotes(&[("GAZP", "270,00"), ("LKOH", "7 012")], false),
+    );
+    let _ = check(&config);
+    assert_eq!(layout_events(dir).len(), 1, "{:#?}", layout_events(dir));
+}
