@@ -463,7 +463,13 @@ fn watch_of(dir: &Path, h: &semclip::hierarchy::Hierarchy) -> semclip::config::W
             q(&format!("{}/@num", n.xpath))
         ));
     }
-    let mut yaml = "url: file:///page.html\nschedule: {every: 1h}\n".to_owned();
+    // The page sits in the watch file's own directory tree, inside the
+    // default file roots, so the watch validates as the fence asks.
+    let page = dir.join("page.html");
+    let mut yaml = format!(
+        "url: {}\nschedule: {{every: 1h}}\n",
+        q(&format!("file://{}", page.display()))
+    );
     if !clips.is_empty() {
         yaml.push_str(&format!("clips:\n{clips}"));
     }
