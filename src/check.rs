@@ -24,16 +24,14 @@ use crate::commands::diff::text_line;
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
 use crate::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
-use crate::hierarchy::Hierarchy;
 use crate::layout::{self, LayoutState, WatchPage};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
-use crate::output::{XmlOptions, to_xml};
 use crate::refresh::{self, Prepared};
 use crate::source::{FetchOptions, RawPage};
 use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
 use crate::template::cluster::TemplateSet;
 use crate::threshold::{self, Bounds, Level, Reading, Transition};
-use crate::xpath::HierarchyDoc;
+use crate::xpath::native::Evaluator;
 
 /// A few open stores on one file, shared by the blocking threads that run
 /// checks (SQLite in WAL mode lets them read side by side; writes queue).
@@ -614,8 +612,11 @@ impl Work<'_> {
                 self.status.etag = f.etag;
                 self.status.last_modified = f.last_modified;
                 self.status.body_hash = Some(body);
-                let outcome = self.page(store, h, &prepared, f.current_hash.is_none())?;
-                self.layout(&previous, &page, &prepared);
+                // One evaluator for thresholds and layout: natively on the
+                // hierarchy, its XML written only if an XPath needs libxml2.
+                let ev = Evaluator::new(h);
+                let outcome = self.page(store, &ev, &prepared, f.current_hash.is_none())?;
+                self.layout(&previous, &page, &prepared, &ev);
                 Ok((outcome, Some(prepared), None))
             }
         }
@@ -679,13 +680,19 @@ impl Work<'_> {
     /// logged; it becomes an alert only when the watch names notifiers in
     /// `layout.notify`, so a watch that did not ask for layout alerts never
     /// alerts (nor makes `semclip check` exit 1) for one.
-    fn layout(&mut self, previous: &LayoutState, page: &WatchPage, prepared: &Prepared) {
+    fn layout(
+        &mut self,
+        previous: &LayoutState,
+        page: &WatchPage,
+        prepared: &Prepared,
+        ev: &Evaluator<'_>,
+    ) {
         let watch = self.watch;
         // An unchanged page selects what it selected before.
-        let found = if prepared.unchanged || prepared.xml.is_empty() {
+        let found = if prepared.unchanged || prepared.packed.is_empty() {
             layout::Found::previous(watch, previous)
         } else {
-            layout::xpaths_found(watch, &prepared.xml)
+            layout::xpaths_found_on(watch, ev)
         };
         let (state, event) = layout::assess(watch, previous, page, &found);
         self.state.layout = serde_json::to_string(&state).ok();
@@ -716,8 +723,8 @@ impl Work<'_> {
         if self.status.evaluated.as_deref() == Some(fp.as_str()) {
             return Ok(());
         }
-        if let Some(snapshot) = store.current(&self.watch.id)? {
-            self.evaluate(store, &snapshot.xml)?;
+        if let Some(previous) = store.current_hierarchy(&self.watch.id)? {
+            self.evaluate(store, &Evaluator::new(&previous.hierarchy))?;
         }
         self.status.evaluated = Some(fp);
         Ok(())
@@ -726,7 +733,7 @@ impl Work<'_> {
     fn page(
         &mut self,
         store: &Store,
-        h: &Hierarchy,
+        ev: &Evaluator<'_>,
         prepared: &Prepared,
         first: bool,
     ) -> Result<PageOutcome, StoreError> {
@@ -754,34 +761,22 @@ impl Work<'_> {
         if self.status.evaluated.as_deref() != Some(fp.as_str())
             && !self.watch.thresholds.is_empty()
         {
-            if prepared.unchanged {
-                let xml = to_xml(h, XmlOptions::default());
-                self.evaluate(store, &xml)?;
-            } else {
-                self.evaluate(store, &prepared.xml)?;
-            }
+            self.evaluate(store, ev)?;
         }
         self.status.evaluated = Some(fp);
         Ok(outcome)
     }
 
-    /// Judges every threshold on the hierarchy `xml`.
-    fn evaluate(&mut self, store: &Store, xml: &str) -> Result<(), StoreError> {
+    /// Judges every threshold on the hierarchy of `ev`.
+    fn evaluate(&mut self, store: &Store, ev: &Evaluator<'_>) -> Result<(), StoreError> {
         let watch = self.watch;
         if watch.thresholds.is_empty() {
             return Ok(());
         }
-        let doc = match HierarchyDoc::parse(xml) {
-            Ok(doc) => doc,
-            Err(error) => {
-                tracing::error!(watch = %watch.id, %error, "cannot read the hierarchy for thresholds");
-                return Ok(());
-            }
-        };
         let stored = store.thresholds(&watch.id)?;
         for t in &watch.thresholds {
             let before = stored.iter().find(|r| r.name == t.name);
-            let reading = threshold::read(&doc, &t.xpath).unwrap_or_else(|e| Reading::Lost {
+            let reading = threshold::read_on(ev, &t.xpath).unwrap_or_else(|e| Reading::Lost {
                 reason: error_chain(&e),
             });
             let bounds = bounds_of(t);

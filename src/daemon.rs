@@ -63,6 +63,10 @@ pub fn invalid(diagnostics: &[Diagnostic]) -> anyhow::Error {
 
 /// Builds the notifiers the daemon file defines.
 pub fn notifiers(daemon: &DaemonConfig) -> anyhow::Result<HashMap<String, Notifier>> {
+    // No HTTP client (a TLS set-up) for a daemon file without notifiers.
+    if daemon.notifiers.is_empty() {
+        return Ok(HashMap::new());
+    }
     let http = crate::source::http_client(&crate::source::FetchOptions::default())?;
     daemon
         .notifiers

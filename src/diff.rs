@@ -713,12 +713,14 @@ pub fn ignored_ids(
     if exprs.is_empty() {
         return Ok(out);
     }
-    let doc = crate::xpath::HierarchyDoc::parse(&crate::output::to_xml(
-        h,
-        crate::output::XmlOptions::default(),
-    ))?;
+    // Natively on the hierarchy where the expression allows; libxml2 on
+    // its XML (written once, on first need) otherwise.
+    let ev = crate::xpath::native::Evaluator::new(h);
     for e in exprs {
-        out.extend(doc.select_ids(e)?);
+        match ev.flat().select(e) {
+            Some(hits) => out.extend(hits.iter().map(|hit| ev.flat().id(hit))),
+            None => out.extend(ev.doc()?.select_ids(e)?),
+        }
     }
     Ok(out)
 }

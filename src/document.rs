@@ -5,7 +5,7 @@
 use libxml::parser::Parser;
 use libxml::tree::Node;
 
-use crate::hierarchy::{HNode, Hierarchy, Kind};
+use crate::hierarchy::{ATTRIBUTES, HNode, Hierarchy, Kind};
 
 /// Why a document could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -53,32 +53,9 @@ pub fn read(xml: &str) -> Result<Hierarchy, DocumentError> {
     })
 }
 
-fn kind(name: &str) -> Option<Kind> {
-    Some(match name {
-        "keywords" => Kind::Keywords,
-        "address" => Kind::Address,
-        "section" => Kind::Section,
-        "text" => Kind::Text,
-        "pre" => Kind::Pre,
-        "quote" => Kind::Quote,
-        "list" => Kind::List,
-        "item" => Kind::Item,
-        "terms" => Kind::Terms,
-        "term" => Kind::Term,
-        "def" => Kind::Def,
-        "table" => Kind::Table,
-        "row" => Kind::Row,
-        "cell" => Kind::Cell,
-        "data" => Kind::Data,
-        "price" => Kind::Price,
-        "availability" => Kind::Availability,
-        _ => return None,
-    })
-}
-
 fn node(e: &Node) -> Result<HNode, DocumentError> {
     let name = e.get_name();
-    let k = kind(&name)
+    let k = Kind::from_name(&name)
         .ok_or_else(|| DocumentError::Vocabulary(format!("unknown element <{name}>")))?;
     let mut n = HNode::new(k);
     n.label = e.get_attribute("label");
@@ -86,10 +63,7 @@ fn node(e: &Node) -> Result<HNode, DocumentError> {
     n.col = e.get_attribute("col");
     n.num = e.get_attribute("num");
     n.xpath = e.get_attribute("xpath").unwrap_or_default();
-    for a in [
-        "level", "href", "keycol", "ordinal", "role", "byline", "date", "clip", "type", "currency",
-        "low", "high",
-    ] {
+    for a in ATTRIBUTES {
         if let Some(v) = e.get_attribute(a) {
             n.attrs.push((a, v));
         }

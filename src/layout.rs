@@ -64,7 +64,8 @@ use crate::number::decimal_style_for_lang;
 use crate::template::cluster::{Template, TemplateSet};
 use crate::template::minhash::{Sketch, jaccard};
 use crate::template::tree::PageTree;
-use crate::xpath::{HierarchyDoc, XPathValue};
+use crate::xpath::HierarchyDoc;
+use crate::xpath::native::Evaluator;
 
 /// What the store keeps between checks for layout monitoring (as JSON).
 /// Every field has a default, so states written by older versions load.
@@ -537,12 +538,25 @@ pub fn assess(
 /// non-empty string, or a boolean. An expression that fails selects
 /// nothing.
 fn selects(doc: &HierarchyDoc, xpath: &str) -> bool {
-    match doc.evaluate(xpath) {
-        Ok(XPathValue::Nodes(nodes)) => !nodes.is_empty(),
-        Ok(XPathValue::Number(n)) => n.is_finite(),
-        Ok(XPathValue::String(s)) => !s.is_empty(),
-        Ok(XPathValue::Boolean(_)) => true,
-        Err(_) => false,
+    doc.evaluate(xpath)
+        .is_ok_and(|value| value.selects_something())
+}
+
+/// [`xpaths_found`] on a hierarchy: natively where the expressions allow
+/// (see [`crate::xpath::native`]), through its XML otherwise.
+pub fn xpaths_found_on(watch: &Watch, ev: &Evaluator<'_>) -> Found {
+    Found {
+        clips: watch
+            .clips
+            .iter()
+            .filter(|(_, c)| c.extract.is_none())
+            .map(|(name, c)| (name.clone(), ev.selects(&c.xpath)))
+            .collect(),
+        thresholds: watch
+            .thresholds
+            .iter()
+            .map(|t| (t.name.clone(), ev.selects(&t.xpath)))
+            .collect(),
     }
 }
 

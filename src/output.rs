@@ -266,22 +266,11 @@ fn outline_node(out: &mut String, n: &HNode, depth: usize) {
     }
 }
 
-/// The canonical content hash of a hierarchy: BLAKE3 over its XML written
-/// without declaration, indentation or source URL, as 64 hex digits. Two
+/// The canonical content hash of a hierarchy (BLAKE3 over its compact
+/// form without the source URL, as 64 hex digits; no XML is written). Two
 /// pages with the same data have the same hash whatever their markup, so
-/// this decides whether anything changed at all before any diff is made
-/// (and serves as a clip's ETag).
-pub fn content_hash(h: &Hierarchy) -> String {
-    let xml = to_xml(
-        h,
-        XmlOptions {
-            declaration: false,
-            indent: false,
-            source_url: false,
-        },
-    );
-    blake3::hash(xml.as_bytes()).to_hex().to_string()
-}
+/// this decides whether anything changed at all before any diff is made.
+pub use crate::hierarchy::packed::content_hash;
 
 /// The canonical hash of one subtree (what a clip selects).
 pub fn node_hash(n: &HNode) -> String {

@@ -3,18 +3,25 @@
 //!
 //! The canonical content hash decides first: equal to the stored one means
 //! nothing in the data changed (markup churn, scripts, ads already dropped
-//! by the builder), so no XML is written, no diff is computed and no
+//! by the builder), so nothing is written out, no diff is computed and no
 //! snapshot is stored; only the check time is. Only a different hash reads
 //! the previous snapshot back, diffs it against the new hierarchy and
 //! stores the new snapshot with its change events in one transaction.
+//!
+//! No XML is involved: the hash is taken over the hierarchy's compact form
+//! ([`crate::hierarchy::packed`]), the snapshot is stored in that form and
+//! the previous one is read back from it. A snapshot stored as XML by an
+//! older semclip carries a hash of another scheme; it is compared by diff
+//! once, and when nothing differs the page counts as unchanged (its
+//! compact snapshot is stored without change events), so an upgrade
+//! raises no change event.
 
 use std::time::SystemTime;
 
 use crate::diff::{Change, diff_ignoring, ignored_ids, without};
-use crate::document::{self, DocumentError};
 use crate::hierarchy::Hierarchy;
-use crate::output::{XmlOptions, content_hash, to_xml};
-use crate::store::{Recorded, Retention, SnapshotPart, Store, StoreError};
+use crate::hierarchy::packed::{self, Url};
+use crate::store::{Recorded, Retention, SnapshotBody, SnapshotPart, Store, StoreError};
 use crate::xpath::XPathError;
 
 /// Why a refresh failed.
@@ -28,15 +35,6 @@ pub enum RefreshError {
         /// The cause (boxed: store errors are large).
         #[source]
         source: Box<StoreError>,
-    },
-    /// The stored snapshot could not be read back.
-    #[error("the stored snapshot of `{watch}` is unreadable")]
-    Snapshot {
-        /// The watch.
-        watch: String,
-        /// The cause.
-        #[source]
-        source: DocumentError,
     },
     /// An `ignore` expression of the watch does not evaluate.
     #[error("an ignore expression of `{watch}` does not evaluate")]
@@ -84,8 +82,9 @@ pub struct Prepared {
     pub changes: Vec<Change>,
     /// `changes` as JSON change events.
     pub events: Vec<serde_json::Value>,
-    /// The new hierarchy's XML, empty when unchanged.
-    pub xml: String,
+    /// The new hierarchy's compact form (with its URL) to store, empty
+    /// when the hash is the stored one.
+    pub packed: Vec<u8>,
 }
 
 impl Prepared {
@@ -93,7 +92,7 @@ impl Prepared {
     pub fn snapshot_part<'a>(&'a self, retention: &'a Retention) -> SnapshotPart<'a> {
         SnapshotPart {
             hash: &self.hash,
-            xml: &self.xml,
+            body: SnapshotBody::Packed(&self.packed),
             changes: &self.events,
             retention,
         }
@@ -122,9 +121,9 @@ pub fn prepare(
     };
     let new_ignored = ignored_ids(new, ignore).map_err(bad_ignore)?;
     let hash = if new_ignored.is_empty() {
-        content_hash(new)
+        packed::content_hash(new)
     } else {
-        content_hash(&without(new, &new_ignored))
+        packed::content_hash(&without(new, &new_ignored))
     };
     if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
         return Ok(Prepared {
@@ -132,19 +131,18 @@ pub fn prepare(
             unchanged: true,
             changes: Vec::new(),
             events: Vec::new(),
-            xml: String::new(),
+            packed: Vec::new(),
         });
     }
-    let changes = match store.current(watch).map_err(store_err)? {
-        Some(snapshot) => {
-            let old = document::read(&snapshot.xml).map_err(|source| RefreshError::Snapshot {
-                watch: watch.to_owned(),
-                source,
-            })?;
-            let old_ignored = ignored_ids(&old, ignore).map_err(bad_ignore)?;
-            diff_ignoring(&old, new, &old_ignored, &new_ignored)
+    let (changes, unchanged) = match store.current_hierarchy(watch).map_err(store_err)? {
+        Some(previous) => {
+            let old_ignored = ignored_ids(&previous.hierarchy, ignore).map_err(bad_ignore)?;
+            let changes = diff_ignoring(&previous.hierarchy, new, &old_ignored, &new_ignored);
+            // A hash of an older scheme cannot be compared: the diff says.
+            let unchanged = previous.legacy_hash && changes.is_empty();
+            (changes, unchanged)
         }
-        None => Vec::new(),
+        None => (Vec::new(), false),
     };
     let events = changes
         .iter()
@@ -156,10 +154,10 @@ pub fn prepare(
         })?;
     Ok(Prepared {
         hash,
-        unchanged: false,
+        unchanged,
         changes,
         events,
-        xml: to_xml(new, XmlOptions::default()),
+        packed: packed::pack(new, Url::Keep),
     })
 }
 
@@ -176,10 +174,10 @@ pub fn refresh(
 ) -> Result<Refreshed, RefreshError> {
     let prepared = prepare(store, watch, new, ignore)?;
     let recorded = store
-        .record(
+        .record_packed(
             watch,
             &prepared.hash,
-            &prepared.xml,
+            &prepared.packed,
             at,
             &prepared.events,
             retention,

@@ -371,9 +371,56 @@ pub async fn load(
     client: &reqwest::Client,
     opts: &FetchOptions,
 ) -> Result<RawPage, SourceError> {
+    load_with(spec, opts, || Ok(client)).await
+}
+
+/// An HTTP client built on first use, so that loading a file or stdin
+/// never builds one (building a TLS client costs more than reading a
+/// small page).
+#[derive(Debug)]
+pub struct LazyClient {
+    opts: FetchOptions,
+    client: std::sync::OnceLock<reqwest::Client>,
+}
+
+impl LazyClient {
+    /// A client for `opts`, not built yet.
+    pub fn new(opts: FetchOptions) -> LazyClient {
+        LazyClient {
+            opts,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The options loads use.
+    pub fn opts(&self) -> &FetchOptions {
+        &self.opts
+    }
+
+    /// The client, built now if it was not yet.
+    pub fn get(&self) -> Result<&reqwest::Client, SourceError> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = http_client(&self.opts)?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// [`load`] of `spec`, building the client only for an HTTP(S) URL.
+    pub async fn load(&self, spec: &str) -> Result<RawPage, SourceError> {
+        load_with(spec, &self.opts, || self.get()).await
+    }
+}
+
+/// [`load`], with the client asked of `client` only for an HTTP(S) URL.
+async fn load_with<'c>(
+    spec: &str,
+    opts: &FetchOptions,
+    client: impl FnOnce() -> Result<&'c reqwest::Client, SourceError>,
+) -> Result<RawPage, SourceError> {
     match classify(spec).await? {
         Spec::Stdin => load_stdin(opts.max_body_bytes).await,
-        Spec::Http(url) => load_http(url, client, opts).await,
+        Spec::Http(url) => load_http(url, client()?, opts).await,
         Spec::FileUrl(url) => {
             let path = url
                 .to_file_path()

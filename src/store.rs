@@ -35,10 +35,18 @@
 //! - **Current snapshot.** A watch's current snapshot is the one recorded last
 //!   (the highest id), whatever its `taken_at`. A check whose hash equals the
 //!   current hash stores nothing new: it only sets the watch's `last_checked`.
-//! - **Compression.** Hierarchies are stored zlib-compressed (flate2, default
-//!   level) together with their uncompressed length. zlib rather than gzip: a
-//!   smaller header and an Adler-32 check that, with the stored length, catches
-//!   a damaged blob.
+//! - **Stored form.** A snapshot's `format` says what its blob holds:
+//!   `1`, the hierarchy's compact form ([`crate::hierarchy::packed`]),
+//!   zstd-compressed at a fast level: what checks write, so that neither
+//!   writing nor reading a snapshot involves XML, and compressing costs a
+//!   small fraction of parsing the page; `2`, XML compressed the same way
+//!   (what [`Store::record`] is given); `0`, zlib-compressed XML, as stores
+//!   before schema 6 wrote it, still read. Rows are not rewritten by the
+//!   migration: old ones age out through retention. The uncompressed length
+//!   is stored beside the blob and checked on reading, and zstd's frame
+//!   checksum (zlib's Adler-32 for format 0) catches a damaged blob.
+//!   [`Snapshot::xml`] is always XML: a compact snapshot is written out
+//!   when read that way.
 //! - **Time.** Times are stored as integer Unix milliseconds (UTC), so they
 //!   come back truncated to the millisecond. Retention ages are measured from
 //!   the `at` or `now` the caller passes, never from the machine's clock.
@@ -71,9 +79,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use flate2::Compression;
 use flate2::read::ZlibDecoder;
-use flate2::write::ZlibEncoder;
+
+use crate::document;
+use crate::hierarchy::{Hierarchy, packed};
+use crate::output::{XmlOptions, to_xml};
 mod state;
 
 pub use state::{
@@ -83,7 +93,7 @@ pub use state::{
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -223,7 +233,77 @@ const MIGRATIONS: &[&str] = &[
     // over its page budget (refused again without parsing).
     "ALTER TABLE watch_status ADD COLUMN body_hash TEXT;
     ALTER TABLE watch_status ADD COLUMN rejected_body TEXT;",
+    // 6: what a snapshot blob holds (see `SnapshotFormat`): rows before
+    // this one are zlib-compressed XML.
+    "ALTER TABLE snapshot ADD COLUMN format INTEGER NOT NULL DEFAULT 0;",
 ];
+
+/// What a snapshot blob holds (the `format` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnapshotFormat {
+    /// XML, zlib-compressed (stores before schema 6).
+    ZlibXml = 0,
+    /// The compact form of the hierarchy, zstd-compressed.
+    ZstdPacked = 1,
+    /// XML, zstd-compressed.
+    ZstdXml = 2,
+}
+
+impl SnapshotFormat {
+    fn from_column(value: i64) -> Option<SnapshotFormat> {
+        match value {
+            0 => Some(SnapshotFormat::ZlibXml),
+            1 => Some(SnapshotFormat::ZstdPacked),
+            2 => Some(SnapshotFormat::ZstdXml),
+            _ => None,
+        }
+    }
+}
+
+/// The zstd level snapshots are compressed at: fast, since every changed
+/// page pays it, and still several times smaller than the hierarchy.
+const ZSTD_LEVEL: i32 = 1;
+
+/// A hierarchy to store: XML, or its compact form.
+#[derive(Debug, Clone, Copy)]
+pub enum SnapshotBody<'a> {
+    /// The hierarchy document.
+    Xml(&'a str),
+    /// [`crate::hierarchy::packed::pack`] of the hierarchy (with its URL).
+    Packed(&'a [u8]),
+}
+
+impl SnapshotBody<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            SnapshotBody::Xml(xml) => xml.as_bytes(),
+            SnapshotBody::Packed(bytes) => bytes,
+        }
+    }
+
+    fn format(&self) -> SnapshotFormat {
+        match self {
+            SnapshotBody::Xml(_) => SnapshotFormat::ZstdXml,
+            SnapshotBody::Packed(_) => SnapshotFormat::ZstdPacked,
+        }
+    }
+
+    /// Checks the size and compresses, for `watch`.
+    fn compressed(&self, watch: &str) -> Result<Vec<u8>, StoreError> {
+        let bytes = self.bytes();
+        if bytes.len() > MAX_XML_BYTES {
+            return Err(StoreError::TooLarge {
+                watch: watch.to_owned(),
+                size: bytes.len(),
+                limit: MAX_XML_BYTES,
+            });
+        }
+        compress(bytes).map_err(|source| StoreError::Compress {
+            watch: watch.to_owned(),
+            source,
+        })
+    }
+}
 
 // Each migration raises the version by one.
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
@@ -458,6 +538,19 @@ pub struct Snapshot {
     pub taken_at: SystemTime,
 }
 
+/// The current snapshot as a check compares with it
+/// ([`Store::current_hierarchy`]).
+#[derive(Debug, Clone)]
+pub struct Previous {
+    /// Its content hash.
+    pub hash: String,
+    /// Its hierarchy, ids derived.
+    pub hierarchy: Hierarchy,
+    /// Whether it was stored as XML, by a semclip whose content hashes were
+    /// taken over the XML (so a new hash cannot be compared with it).
+    pub legacy_hash: bool,
+}
+
 /// One stored change event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeRecord {
@@ -681,17 +774,45 @@ impl Store {
             })
     }
 
-    /// The current snapshot, decompressed, or `None` for an unknown watch.
-    pub fn current(&self, watch: &str) -> Result<Option<Snapshot>, StoreError> {
-        let row = self
-            .conn
+    /// The current snapshot's row, not decompressed.
+    fn current_row(&self, watch: &str) -> Result<Option<SnapshotRow>, StoreError> {
+        self.conn
             .prepare_cached(
-                "SELECT id, watch, hash, taken_at, size, xml FROM snapshot
+                "SELECT id, watch, hash, taken_at, size, xml, format FROM snapshot
                  WHERE watch = ?1 ORDER BY id DESC LIMIT 1",
             )
             .and_then(|mut stmt| stmt.query_row([watch], SnapshotRow::from_row).optional())
-            .map_err(|source| watch_error(watch, "read the current snapshot of", source))?;
+            .map_err(|source| watch_error(watch, "read the current snapshot of", source))
+    }
+
+    /// The current snapshot, decompressed, or `None` for an unknown watch.
+    pub fn current(&self, watch: &str) -> Result<Option<Snapshot>, StoreError> {
+        let row = self.current_row(watch)?;
         row.map(SnapshotRow::decode).transpose()
+    }
+
+    /// The current snapshot's hash and hierarchy (ids derived), or `None`
+    /// for an unknown watch: what a check compares a new page with. A
+    /// compact snapshot is read back without any XML; an older XML one is
+    /// parsed.
+    pub fn current_hierarchy(&self, watch: &str) -> Result<Option<Previous>, StoreError> {
+        let row = self.current_row(watch)?;
+        let Some(row) = row else { return Ok(None) };
+        let read = row
+            .format()
+            .and_then(|format| Ok((format, row.hierarchy()?)));
+        match read {
+            Ok((format, hierarchy)) => Ok(Some(Previous {
+                hash: row.hash,
+                hierarchy,
+                legacy_hash: format != SnapshotFormat::ZstdPacked,
+            })),
+            Err(source) => Err(StoreError::Corrupt {
+                watch: row.watch,
+                snapshot_id: row.id,
+                source,
+            }),
+        }
     }
 
     /// The snapshot with this id, of any watch, decompressed; `None` if there
@@ -700,7 +821,7 @@ impl Store {
         let row = self
             .conn
             .prepare_cached(
-                "SELECT id, watch, hash, taken_at, size, xml FROM snapshot WHERE id = ?1",
+                "SELECT id, watch, hash, taken_at, size, xml, format FROM snapshot WHERE id = ?1",
             )
             .and_then(|mut stmt| stmt.query_row([id], SnapshotRow::from_row).optional())
             .map_err(|source| StoreError::Database {
@@ -733,14 +854,41 @@ impl Store {
         changes: &[serde_json::Value],
         retention: &Retention,
     ) -> Result<Recorded, StoreError> {
+        self.record_body(watch, hash, SnapshotBody::Xml(xml), at, changes, retention)
+    }
+
+    /// [`Store::record`] of a hierarchy's compact form
+    /// ([`crate::hierarchy::packed::pack`], with its URL): what checks store.
+    pub fn record_packed(
+        &mut self,
+        watch: &str,
+        hash: &str,
+        packed: &[u8],
+        at: SystemTime,
+        changes: &[serde_json::Value],
+        retention: &Retention,
+    ) -> Result<Recorded, StoreError> {
+        self.record_body(
+            watch,
+            hash,
+            SnapshotBody::Packed(packed),
+            at,
+            changes,
+            retention,
+        )
+    }
+
+    fn record_body(
+        &mut self,
+        watch: &str,
+        hash: &str,
+        body: SnapshotBody<'_>,
+        at: SystemTime,
+        changes: &[serde_json::Value],
+        retention: &Retention,
+    ) -> Result<Recorded, StoreError> {
         retention.validate()?;
-        if xml.len() > MAX_XML_BYTES {
-            return Err(StoreError::TooLarge {
-                watch: watch.to_owned(),
-                size: xml.len(),
-                limit: MAX_XML_BYTES,
-            });
-        }
+        let compressed = body.compressed(watch)?;
         let at_ms = to_millis(at)?;
         let events = event_rows(watch, changes)?;
 
@@ -749,10 +897,6 @@ impl Store {
             action: "record a check of",
             source,
         };
-        let compressed = compress(xml).map_err(|source| StoreError::Compress {
-            watch: watch.to_owned(),
-            source,
-        })?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -763,7 +907,8 @@ impl Store {
                 watch,
                 hash,
                 compressed: &compressed,
-                size: xml.len(),
+                format: body.format(),
+                size: body.bytes().len(),
                 at_ms,
                 events: &events,
                 retention,
@@ -1028,6 +1173,8 @@ struct CheckWrite<'a> {
     hash: &'a str,
     /// The hierarchy, compressed (not looked at when the hash is unchanged).
     compressed: &'a [u8],
+    /// What `compressed` holds.
+    format: SnapshotFormat,
     /// Its uncompressed length.
     size: usize,
     at_ms: i64,
@@ -1068,6 +1215,7 @@ fn write_check(tx: &Connection, check: &CheckWrite<'_>) -> rusqlite::Result<Reco
         watch,
         hash,
         compressed,
+        format,
         size,
         at_ms,
         events,
@@ -1088,12 +1236,13 @@ fn write_check(tx: &Connection, check: &CheckWrite<'_>) -> rusqlite::Result<Reco
     let size = i64::try_from(size).unwrap_or(i64::MAX);
     let snapshot_id = tx
         .prepare_cached(
-            "INSERT INTO snapshot (watch, taken_at, hash, size, xml)
-             VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+            "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         )?
-        .query_row(params![watch, at_ms, hash, size, compressed], |row| {
-            row.get::<_, i64>(0)
-        })?;
+        .query_row(
+            params![watch, at_ms, hash, size, compressed, format as i64],
+            |row| row.get::<_, i64>(0),
+        )?;
     let mut insert = tx.prepare_cached(
         "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -1162,7 +1311,8 @@ struct SnapshotRow {
     hash: String,
     taken_at: i64,
     size: i64,
-    xml: Vec<u8>,
+    blob: Vec<u8>,
+    format: i64,
 }
 
 impl SnapshotRow {
@@ -1173,13 +1323,46 @@ impl SnapshotRow {
             hash: row.get(2)?,
             taken_at: row.get(3)?,
             size: row.get(4)?,
-            xml: row.get(5)?,
+            blob: row.get(5)?,
+            format: row.get(6)?,
         })
     }
 
+    fn format(&self) -> Result<SnapshotFormat, CorruptionCause> {
+        SnapshotFormat::from_column(self.format)
+            .ok_or_else(|| format!("unknown snapshot format {}", self.format).into())
+    }
+
+    /// The blob uncompressed.
+    fn bytes(&self) -> Result<Vec<u8>, CorruptionCause> {
+        let format = self.format()?;
+        decompress(&self.blob, self.size, format)
+    }
+
+    /// The stored hierarchy, read back.
+    fn hierarchy(&self) -> Result<Hierarchy, CorruptionCause> {
+        let bytes = self.bytes()?;
+        match self.format()? {
+            SnapshotFormat::ZstdPacked => Ok(packed::unpack(&bytes)?),
+            SnapshotFormat::ZlibXml | SnapshotFormat::ZstdXml => {
+                Ok(document::read(&String::from_utf8(bytes)?)?)
+            }
+        }
+    }
+
+    /// The stored hierarchy as XML.
+    fn xml(&self) -> Result<String, CorruptionCause> {
+        let bytes = self.bytes()?;
+        match self.format()? {
+            SnapshotFormat::ZstdPacked => {
+                Ok(to_xml(&packed::unpack(&bytes)?, XmlOptions::default()))
+            }
+            SnapshotFormat::ZlibXml | SnapshotFormat::ZstdXml => Ok(String::from_utf8(bytes)?),
+        }
+    }
+
     fn decode(self) -> Result<Snapshot, StoreError> {
-        let decoded = from_millis(self.taken_at)
-            .and_then(|taken_at| Ok((taken_at, decompress(&self.xml, self.size)?)));
+        let decoded = from_millis(self.taken_at).and_then(|taken_at| Ok((taken_at, self.xml()?)));
         match decoded {
             Ok((taken_at, xml)) => Ok(Snapshot {
                 id: self.id,
@@ -1197,16 +1380,20 @@ impl SnapshotRow {
     }
 }
 
-/// zlib at the default level (see the module doc).
-fn compress(xml: &str) -> std::io::Result<Vec<u8>> {
-    let mut encoder = ZlibEncoder::new(Vec::with_capacity(xml.len() / 4), Compression::default());
-    encoder.write_all(xml.as_bytes())?;
+/// zstd at [`ZSTD_LEVEL`], with a frame checksum (see the module doc).
+fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder =
+        zstd::stream::write::Encoder::new(Vec::with_capacity(bytes.len() / 4 + 64), ZSTD_LEVEL)?;
+    encoder.include_checksum(true)?;
+    encoder.set_pledged_src_size(u64::try_from(bytes.len()).ok())?;
+    encoder.write_all(bytes)?;
     encoder.finish()
 }
 
-/// Inflates a stored hierarchy, reading at most its recorded size (itself at
-/// most [`MAX_XML_BYTES`]) plus one byte, and checks that the size matches.
-fn decompress(blob: &[u8], size: i64) -> Result<String, CorruptionCause> {
+/// Uncompresses a stored hierarchy, reading at most its recorded size
+/// (itself at most [`MAX_XML_BYTES`]) plus one byte, and checks that the
+/// size matches.
+fn decompress(blob: &[u8], size: i64, format: SnapshotFormat) -> Result<Vec<u8>, CorruptionCause> {
     let size = usize::try_from(size)
         .ok()
         .filter(|&size| size <= MAX_XML_BYTES)
@@ -1215,7 +1402,16 @@ fn decompress(blob: &[u8], size: i64) -> Result<String, CorruptionCause> {
     // Allocate for what the blob can plausibly hold, not for what a damaged
     // size field claims.
     let mut xml = Vec::with_capacity(size.min(blob.len().saturating_mul(16)));
-    ZlibDecoder::new(blob).take(limit).read_to_end(&mut xml)?;
+    match format {
+        SnapshotFormat::ZlibXml => {
+            ZlibDecoder::new(blob).take(limit).read_to_end(&mut xml)?;
+        }
+        SnapshotFormat::ZstdPacked | SnapshotFormat::ZstdXml => {
+            zstd::stream::read::Decoder::with_buffer(blob)?
+                .take(limit)
+                .read_to_end(&mut xml)?;
+        }
+    }
     if xml.len() != size {
         return Err(format!(
             "decompresses to {}{} bytes, {size} recorded",
@@ -1224,7 +1420,7 @@ fn decompress(blob: &[u8], size: i64) -> Result<String, CorruptionCause> {
         )
         .into());
     }
-    Ok(String::from_utf8(xml)?)
+    Ok(xml)
 }
 
 /// Unix milliseconds, truncated towards 1970.

@@ -17,6 +17,7 @@
 //! after a redesign is what a user wants to hear.
 
 use crate::number::{DecimalStyle, parse_number};
+use crate::xpath::native::Evaluator;
 use crate::xpath::{HierarchyDoc, NodeKind, XPathError, XPathValue};
 
 /// The bounds of one threshold (from the watch file).
@@ -139,6 +140,34 @@ pub fn read(doc: &HierarchyDoc, xpath: &str) -> Result<Reading, XPathError> {
             ),
         }),
     }
+}
+
+/// [`read`] on a hierarchy: answered on the hierarchy itself for the
+/// location paths thresholds use in practice (see
+/// [`crate::xpath::native`]), by libxml2 on its XML otherwise. Gives what
+/// [`read`] gives on the hierarchy's XML.
+pub fn read_on(ev: &Evaluator<'_>, xpath: &str) -> Result<Reading, XPathError> {
+    let flat = ev.flat();
+    if let Some(hits) = flat.select(xpath) {
+        let Some(first) = hits.first() else {
+            return Ok(Reading::Lost {
+                reason: "the expression selects nothing".to_owned(),
+            });
+        };
+        if let Some(text) = flat.value(first) {
+            return Ok(match number(&text) {
+                Some(value) => Reading::Value {
+                    value,
+                    node: Some(flat.id(first)),
+                    context: flat.context(first),
+                },
+                None => Reading::Lost {
+                    reason: format!("the selected node holds {text:?}, not a number"),
+                },
+            });
+        }
+    }
+    read(ev.doc()?, xpath)
 }
 
 /// A string as a number: plain (`301.5`, what `num` attributes hold) or as

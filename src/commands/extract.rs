@@ -39,9 +39,9 @@ struct Page {
 
 /// Loads and parses `spec` on a blocking thread.
 async fn load(spec: &str) -> anyhow::Result<Page> {
-    let opts = FetchOptions::default();
-    let client = source::http_client(&opts)?;
-    let raw = source::load(spec, &client, &opts).await?;
+    let raw = source::LazyClient::new(FetchOptions::default())
+        .load(spec)
+        .await?;
     let name = spec.to_owned();
     tokio::task::spawn_blocking(move || {
         let decoded = raw.decode();

@@ -108,12 +108,11 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         args.config.watches.as_deref(),
     )?;
     let sources = expand(&args.sources)?;
-    let opts = FetchOptions::default();
-    let client = source::http_client(&opts)?;
+    let client = source::LazyClient::new(FetchOptions::default());
     let mut pages = Vec::with_capacity(sources.len());
     for spec in &sources {
         // One bad page is reported and skipped; the others still count.
-        let raw = match source::load(spec, &client, &opts).await {
+        let raw = match client.load(spec).await {
             Ok(raw) => raw,
             Err(error) => {
                 writeln!(out, "skipped {spec}: {}", crate::error_chain(&error))?;

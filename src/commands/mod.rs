@@ -31,9 +31,9 @@ pub enum Outcome {
 /// Loads `spec` (path, `-`, or URL), decodes it and builds its hierarchy on
 /// a blocking thread. Every error names `spec` (source errors do already).
 pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
-    let opts = FetchOptions::default();
-    let client = source::http_client(&opts)?;
-    let raw = source::load(spec, &client, &opts).await?;
+    let raw = source::LazyClient::new(FetchOptions::default())
+        .load(spec)
+        .await?;
     let url = raw.url.as_ref().map(|u| u.to_string());
     let name = spec.to_owned();
     tokio::task::spawn_blocking(move || -> anyhow::Result<Hierarchy> {

@@ -31,6 +31,7 @@
 
 mod classes;
 pub mod data;
+pub mod packed;
 pub mod table;
 pub mod text;
 
@@ -48,6 +49,13 @@ pub const LEAD_IN_MAX_WORDS: usize = 20;
 
 /// Element nesting depth beyond which content is read as plain text.
 pub const MAX_DEPTH: usize = 160;
+
+/// The names of the further attributes ([`HNode::attrs`]) a hierarchy
+/// node may carry, in the order they are read back from XML.
+pub const ATTRIBUTES: [&str; 12] = [
+    "level", "href", "keycol", "ordinal", "role", "byline", "date", "clip", "type", "currency",
+    "low", "high",
+];
 
 /// Deepest hierarchy node below the root. Deeper nodes are lifted to this
 /// depth in document order (their text kept), so that every document stays
@@ -94,6 +102,37 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in declaration order (`ALL[k as usize] == k`).
+    pub const ALL: [Kind; 17] = [
+        Kind::Keywords,
+        Kind::Address,
+        Kind::Section,
+        Kind::Text,
+        Kind::Pre,
+        Kind::Quote,
+        Kind::List,
+        Kind::Item,
+        Kind::Terms,
+        Kind::Term,
+        Kind::Def,
+        Kind::Table,
+        Kind::Row,
+        Kind::Cell,
+        Kind::Data,
+        Kind::Price,
+        Kind::Availability,
+    ];
+
+    /// The kind whose `k as u8` is `index`.
+    pub fn from_index(index: u8) -> Option<Kind> {
+        Kind::ALL.get(usize::from(index)).copied()
+    }
+
+    /// The kind whose element name is `name`.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// The element name used in the XML document.
     pub fn name(self) -> &'static str {
         match self {
@@ -210,7 +249,7 @@ impl HNode {
 }
 
 /// The semantic hierarchy of one page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hierarchy {
     /// The page's title (the root's label).
     pub title: Option<String>,

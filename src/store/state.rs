@@ -18,8 +18,8 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    CheckWrite, CorruptionCause, MAX_XML_BYTES, Recorded, Retention, Store, StoreError, compress,
-    event_rows, from_millis, to_millis, watch_error, write_check,
+    CheckWrite, CorruptionCause, Recorded, Retention, SnapshotBody, Store, StoreError, event_rows,
+    from_millis, to_millis, watch_error, write_check,
 };
 
 /// What the daemon knows about one watch between checks.
@@ -148,8 +148,8 @@ pub struct OutboxEntry {
 pub struct SnapshotPart<'a> {
     /// The content hash.
     pub hash: &'a str,
-    /// The hierarchy XML (may be empty when `hash` is the current hash).
-    pub xml: &'a str,
+    /// The hierarchy (may be empty when `hash` is the current hash).
+    pub body: SnapshotBody<'a>,
     /// Change events (JSON objects with a `"kind"` string).
     pub changes: &'a [serde_json::Value],
     /// Retention applied when a snapshot is stored.
@@ -427,18 +427,8 @@ impl Store {
         let prepared = match snapshot {
             Some(part) => {
                 part.retention.validate()?;
-                if part.xml.len() > MAX_XML_BYTES {
-                    return Err(StoreError::TooLarge {
-                        watch: watch.to_owned(),
-                        size: part.xml.len(),
-                        limit: MAX_XML_BYTES,
-                    });
-                }
+                let compressed = part.body.compressed(watch)?;
                 let events = event_rows(watch, part.changes)?;
-                let compressed = compress(part.xml).map_err(|source| StoreError::Compress {
-                    watch: watch.to_owned(),
-                    source,
-                })?;
                 Some((part, events, compressed))
             }
             None => None,
@@ -455,7 +445,8 @@ impl Store {
                         watch,
                         hash: part.hash,
                         compressed,
-                        size: part.xml.len(),
+                        format: part.body.format(),
+                        size: part.body.bytes().len(),
                         at_ms,
                         events,
                         retention: part.retention,

@@ -7,7 +7,7 @@
 //! [`XPathValue`]: a node-set of [`NodeMatch`]es, each carrying the node's id, or a
 //! number, a boolean or a string.
 //!
-//! The module has two parts:
+//! The module has three parts:
 //!
 //! - [`check_syntax`] and [`result_type`] run a tokenizer that follows the lexical
 //!   rules of XPath 1.0 (§3.7, with its rules for telling `*` the multiplication from
@@ -23,6 +23,11 @@
 //! - [`HierarchyDoc`] parses the document with libxml2 and evaluates checked
 //!   expressions with libxml2's exact XPath 1.0 engine, through one reused XPath
 //!   context. The statically known result type decides how libxml2's answer is read.
+//! - [`native`] answers the location paths thresholds and clips use in practice on
+//!   the hierarchy itself, without writing or parsing XML, and hands everything else
+//!   to [`HierarchyDoc`]; both give the same answers.
+
+pub mod native;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -1346,6 +1351,18 @@ impl XPathValue {
             XPathValue::Number(_) => XPathType::Number,
             XPathValue::Boolean(_) => XPathType::Boolean,
             XPathValue::String(_) => XPathType::String,
+        }
+    }
+
+    /// Whether the value counts as selecting something (for clips and
+    /// layout monitoring): a non-empty node-set, a finite number, a
+    /// non-empty string, or any boolean.
+    pub fn selects_something(&self) -> bool {
+        match self {
+            XPathValue::Nodes(nodes) => !nodes.is_empty(),
+            XPathValue::Number(n) => n.is_finite(),
+            XPathValue::String(s) => !s.is_empty(),
+            XPathValue::Boolean(_) => true,
         }
     }
 

@@ -215,16 +215,12 @@ fn extracting_records_from_a_very_wide_table_is_near_linear() {
     // fields searched a list of every key for each field.
     std::fs::write(&page, wide_table(3, 60_000)).unwrap();
     let args = ["extract", "records", page.to_str().unwrap()];
-    let start = Instant::now();
-    let out = run_bounded(&args);
-    // Generous (a debug build on a loaded machine): it took 12 s in a
-    // debug build before, 1.5 s after.
-    assert!(
-        start.elapsed() < Duration::from_secs(8),
-        "{:?}: {}",
-        start.elapsed(),
-        describe(&args, &out)
-    );
+    // Bounded in CPU seconds, not wall time (a loaded machine must not
+    // fail it): it took 12 CPU s in a debug build before, 1.5 s after, so
+    // a quadratic search again is killed by SIGXCPU at 8 and exits
+    // without the status 0 asserted below. The speed itself is measured
+    // in BENCHMARKS.md ("Hostile pages").
+    let out = run_bounded_cpu(&args, 8);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
     let xml = String::from_utf8_lossy(&out.stdout);
     assert!(xml.contains("f60000"), "every field is named");
@@ -249,8 +245,14 @@ fn the_fuzz_seeds_are_the_generators_small_shapes() {
 /// attacks took 3.7 GB) and one malloc arena per thread group, so that a
 /// page that escaped its budget aborts the run instead of passing.
 fn run_bounded(args: &[&str]) -> std::process::Output {
+    run_bounded_cpu(args, 600)
+}
+
+/// [`run_bounded`] with at most `cpu_s` seconds of CPU (SIGXCPU past it).
+fn run_bounded_cpu(args: &[&str], cpu_s: u32) -> std::process::Output {
     Command::new("prlimit")
         .arg("--as=2147483648")
+        .arg(format!("--cpu={cpu_s}"))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_semclip"))
         .args(args)

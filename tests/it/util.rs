@@ -20,6 +20,13 @@ pub fn corpus(test: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| root().join("../shared/corpus"));
     if dir.is_dir() {
         Some(dir)
+    } else if std::env::var_os("CI").is_some() {
+        // CI lays `shared/` beside the clone: a missing corpus there is a
+        // broken set-up, not a reason to pass.
+        panic!(
+            "{test}: corpus not found at {} and CI is set (set SEMCLIP_CORPUS)",
+            dir.display()
+        );
     } else {
         eprintln!(
             "SKIPPED {test}: corpus not found at {} (set SEMCLIP_CORPUS)",
