@@ -72,9 +72,15 @@ pub fn notifiers(daemon: &DaemonConfig) -> anyhow::Result<HashMap<String, Notifi
         .notifiers
         .iter()
         .map(|(name, cfg)| {
-            Notifier::from_config(name, cfg, daemon.smtp.as_ref(), &http)
-                .map(|n| (name.clone(), n))
-                .with_context(|| format!("cannot set up notifier `{name}`"))
+            Notifier::from_config(
+                name,
+                cfg,
+                daemon.smtp.as_ref(),
+                &http,
+                daemon.server.public_url.as_ref(),
+            )
+            .map(|n| (name.clone(), n))
+            .with_context(|| format!("cannot set up notifier `{name}`"))
         })
         .collect()
 }

@@ -1,10 +1,14 @@
 //! Delivering the outbox: due rows are sent through their notifier, deleted
 //! once delivered, and otherwise retried with exponential backoff (5 s
-//! doubling to at most a minute between attempts) until `give_up_after`
-//! has passed since the alert was raised; then the row stays as `failed`.
-//! Permanent errors (a 4xx from a webhook, an SMTP 5xx) are retried the same
-//! way, since they are usually fixed on the other side (a wrong password,
-//! a receiver not yet deployed), and logged as errors.
+//! doubling to at most a minute between attempts, or longer when the service
+//! asked for it with `Retry-After`) until `give_up_after` has passed since
+//! the alert was raised; then the row stays as `failed`.
+//!
+//! Permanent errors (a 4xx from a webhook or chat service such as a revoked
+//! token, an SMTP 5xx) mark the rows `failed` at once and are logged as
+//! errors: sending the same request again would be refused again, and
+//! hammering a service with a revoked token can get the sender blocked. The
+//! failed rows stay visible (`semclip_outbox_failed`, the status pages).
 //!
 //! Rows of a digest notifier for one watch that are due together go out as
 //! one message.
@@ -15,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::check::{CheckError, StorePool};
 use crate::fetch::backoff;
-use crate::notify::{Alert, Notifier};
+use crate::notify::{Alert, DeliveryError, Notifier};
 use crate::store::OutboxEntry;
 
 /// Rows read per round.
@@ -66,15 +70,11 @@ pub async fn deliver_due(
             })
             .collect();
         let result = match notifiers.get(&notifier_name) {
-            _ if alerts.is_empty() => Err(("the alert does not decode".to_owned(), false)),
-            Some(notifier) => notifier
-                .deliver(&alerts)
-                .await
-                .map_err(|e| (e.message, e.transient)),
-            None => Err((
-                format!("no notifier `{notifier_name}` is configured any more"),
-                false,
-            )),
+            _ if alerts.is_empty() => Err(DeliveryError::permanent("the alert does not decode")),
+            Some(notifier) => notifier.deliver(&alerts).await,
+            None => Err(DeliveryError::permanent(format!(
+                "no notifier `{notifier_name}` is configured any more"
+            ))),
         };
         match result {
             Ok(()) => {
@@ -84,24 +84,30 @@ pub async fn deliver_due(
                     .run(move |s| s.alerts_delivered(&ids, SystemTime::now()))
                     .await?;
             }
-            Err((message, transient)) => {
+            Err(DeliveryError {
+                message,
+                transient,
+                retry_after,
+            }) => {
                 let oldest = rows.iter().map(|r| r.created_at).min().unwrap_or(now);
                 let attempts = rows.iter().map(|r| r.attempts).max().unwrap_or(0) + 1;
-                let give_up = now.duration_since(oldest).unwrap_or_default() >= give_up_after;
-                if give_up {
+                let expired = now.duration_since(oldest).unwrap_or_default() >= give_up_after;
+                let give_up = expired || !transient;
+                if expired {
                     tracing::error!(notifier = %notifier_name, %watch, error = %message, attempts,
                         "giving up on delivering alerts");
                     round.given_up += ids.len();
                 } else if transient {
                     tracing::warn!(notifier = %notifier_name, %watch, error = %message, attempts,
-                        "delivery failed, will retry");
+                        ?retry_after, "delivery failed, will retry");
                     round.retrying += ids.len();
                 } else {
                     tracing::error!(notifier = %notifier_name, %watch, error = %message, attempts,
-                        "delivery refused, will retry");
-                    round.retrying += ids.len();
+                        "delivery refused, giving up");
+                    round.given_up += ids.len();
                 }
-                let next = now + backoff(attempts, RETRY_BASE);
+                let wait = backoff(attempts, RETRY_BASE).max(retry_after.unwrap_or_default());
+                let next = now + wait;
                 stores
                     .run(move |s| s.alerts_failed(&ids, &message, next, give_up))
                     .await?;

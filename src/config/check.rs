@@ -8,18 +8,20 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::NtfyAuth;
+use super::apprise;
 use super::lenient;
 use super::raw::{
-    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawFetchDefaults, RawMonitor, RawNotifier,
-    RawSchedule, RawScope, RawSecret, RawSecurity, RawServer, RawThreshold, RawWatch,
-    RawWatchFetch, Sp,
+    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawFetchDefaults, RawHookChannel, RawMonitor,
+    RawNotifier, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity, RawServer,
+    RawThreshold, RawWatch, RawWatchFetch, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
-    AlertSettings, Auth, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig, Diagnostic,
-    ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, MAX_SECRET_FILE, NotifierConfig,
-    OnChange, PageLimits, Scope, Secret, ServerConfig, SmtpConfig, SmtpSecurity, Threshold,
-    TokenConfig, Watch, WatchFetch, WebhookConfig,
+    AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig,
+    Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, MAX_SECRET_FILE,
+    NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig, SmtpConfig,
+    SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::fence::{AllowHost, Fence, FencedRead};
 use crate::schedule::{Schedule, parse_cron};
@@ -306,6 +308,46 @@ impl<'a> Ctx<'a> {
             return None;
         }
         Some(v.to_owned())
+    }
+
+    /// A service's base URL: http or https with a host, no query or
+    /// fragment.
+    fn base_url(&mut self, v: &Sp<String>, path: &str) -> Option<Url> {
+        match Url::parse(v.value.trim()) {
+            Ok(u)
+                if matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.query().is_none()
+                    && u.fragment().is_none() =>
+            {
+                Some(u)
+            }
+            Ok(_) => {
+                self.err(
+                    v.at,
+                    path,
+                    "use an http or https URL without query or fragment",
+                );
+                None
+            }
+            Err(e) => {
+                self.err(v.at, path, format!("invalid URL `{}`: {e}", v.value));
+                None
+            }
+        }
+    }
+
+    /// An optional priority within `lo..=hi`: `Some(None)` when absent,
+    /// `None` after reporting one out of range.
+    fn priority(&mut self, v: Option<&Sp<u8>>, path: &str, lo: u8, hi: u8) -> Option<Option<u8>> {
+        match v {
+            None => Some(None),
+            Some(p) if (lo..=hi).contains(&p.value) => Some(Some(p.value)),
+            Some(p) => {
+                self.err(p.at, path, format!("must be {lo} to {hi}"));
+                None
+            }
+        }
     }
 
     fn xpath(&mut self, v: &Sp<String>, path: &str) -> Option<XPathType> {
@@ -686,6 +728,12 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
                     path: cx.path(&f.value.path.value),
                 }
             }
+            channel => {
+                let Some(cfg) = channel_config(channel, &path, cx) else {
+                    continue;
+                };
+                NotifierConfig::Channel(cfg)
+            }
         };
         c.notifiers.insert(name.clone(), cfg);
     }
@@ -802,28 +850,251 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
 
 /// A watch id, notifier name: `[A-Za-z0-9._-]+`.
 /// The `server` section over its defaults.
+/// The default request timeout of chat and push notifiers.
+const CHANNEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A chat or push notifier (`path` is `notifiers.NAME`); `None` after
+/// reporting its problems.
+fn channel_config(raw: &RawNotifier, path: &str, cx: &mut Ctx) -> Option<ChannelConfig> {
+    let timeout = |t: Option<&Sp<String>>, p: &str, cx: &mut Ctx| {
+        cx.duration_min(
+            t,
+            &join(p, "timeout"),
+            CHANNEL_TIMEOUT,
+            Duration::from_millis(1),
+        )
+    };
+    let (channel, timeout) = match raw {
+        RawNotifier::Email(_) | RawNotifier::Webhook(_) | RawNotifier::File(_) => return None,
+        RawNotifier::Slack(h) | RawNotifier::Teams(h) | RawNotifier::Discord(h) => {
+            let kind = match raw {
+                RawNotifier::Slack(_) => "slack",
+                RawNotifier::Teams(_) => "teams",
+                _ => "discord",
+            };
+            let p = join(path, kind);
+            let channel = hook_url(&h.value, &p, cx).map(|url| match raw {
+                RawNotifier::Slack(_) => Channel::Slack { url },
+                RawNotifier::Teams(_) => Channel::Teams { url },
+                _ => Channel::Discord { url },
+            });
+            (channel, timeout(h.value.timeout.as_ref(), &p, cx))
+        }
+        RawNotifier::Telegram(t) => {
+            let p = join(path, "telegram");
+            let t = &t.value;
+            let token = cx.secret(&t.token, &join(&p, "token"));
+            let api_url = match &t.api_url {
+                Some(u) => cx.base_url(u, &join(&p, "api_url")),
+                None => Url::parse(apprise::TELEGRAM_API).ok(),
+            };
+            let chat_id = t.chat_id.value.0.trim().to_owned();
+            let numeric = chat_id
+                .strip_prefix('-')
+                .unwrap_or(&chat_id)
+                .chars()
+                .all(|c| c.is_ascii_digit());
+            let ok_chat = !chat_id.is_empty()
+                && (numeric && chat_id != "-" || chat_id.starts_with('@') && chat_id.len() > 1);
+            if !ok_chat {
+                cx.err(
+                    t.chat_id.at,
+                    &join(&p, "chat_id"),
+                    "a chat id is a number (negative for groups and channels) or @channelname",
+                );
+            }
+            let channel = match (token, api_url) {
+                (Some(token), Some(api_url)) if ok_chat => Some(Channel::Telegram {
+                    api_url,
+                    token,
+                    chat_id,
+                }),
+                _ => None,
+            };
+            (channel, timeout(t.timeout.as_ref(), &p, cx))
+        }
+        RawNotifier::Matrix(m) => {
+            let p = join(path, "matrix");
+            let m = &m.value;
+            let server = cx.base_url(&m.server, &join(&p, "server"));
+            let token = cx.secret(&m.token, &join(&p, "token"));
+            let room = m.room.value.trim();
+            let ok_room = (room.starts_with('!') || room.starts_with('#'))
+                && room.find(':').is_some_and(|i| i > 1 && i + 1 < room.len());
+            if !ok_room {
+                cx.err(
+                    m.room.at,
+                    &join(&p, "room"),
+                    "a room is its id (!abc:example.org) or an alias (#ops:example.org)",
+                );
+            }
+            let channel = match (server, token) {
+                (Some(server), Some(token)) if ok_room => Some(Channel::Matrix {
+                    server,
+                    room: room.to_owned(),
+                    token,
+                }),
+                _ => None,
+            };
+            (channel, timeout(m.timeout.as_ref(), &p, cx))
+        }
+        RawNotifier::Ntfy(n) => {
+            let p = join(path, "ntfy");
+            let n = &n.value;
+            let server = match &n.server {
+                Some(u) => cx.base_url(u, &join(&p, "server")),
+                None => Url::parse(apprise::NTFY_SH).ok(),
+            };
+            let topic = n.topic.value.trim();
+            let ok_topic = apprise::valid_ntfy_topic(topic);
+            if !ok_topic {
+                cx.err(
+                    n.topic.at,
+                    &join(&p, "topic"),
+                    format!("a topic {}", apprise::NTFY_TOPIC_RULE),
+                );
+            }
+            // `Err` after a reported problem, so the notifier is left out.
+            let auth = match (&n.token, &n.username, &n.password) {
+                (None, None, None) => Ok(None),
+                (Some(t), None, None) => cx
+                    .secret(t, &join(&p, "token"))
+                    .map(|s| Some(NtfyAuth::Token(s)))
+                    .ok_or(()),
+                (None, Some(user), Some(password)) => cx
+                    .secret(password, &join(&p, "password"))
+                    .map(|password| {
+                        Some(NtfyAuth::Basic {
+                            username: user.value.clone(),
+                            password,
+                        })
+                    })
+                    .ok_or(()),
+                (Some(t), _, _) => {
+                    cx.err(
+                        t.at,
+                        &join(&p, "token"),
+                        "give either a token or a username and password, not both",
+                    );
+                    Err(())
+                }
+                (None, Some(u), None) => {
+                    cx.err(u.at, &join(&p, "username"), "a username needs a password");
+                    Err(())
+                }
+                (None, None, Some(s)) => {
+                    cx.err(s.at, &join(&p, "password"), "a password needs a username");
+                    Err(())
+                }
+            };
+            let priority = cx.priority(n.priority.as_ref(), &join(&p, "priority"), 1, 5);
+            let tags: Vec<String> = n
+                .tags
+                .iter()
+                .flat_map(|t| t.value.iter())
+                .map(|t| t.value.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let channel = match (server, auth, priority) {
+                (Some(server), Ok(auth), Some(priority)) if ok_topic => Some(Channel::Ntfy {
+                    server,
+                    topic: topic.to_owned(),
+                    auth,
+                    priority,
+                    tags,
+                }),
+                _ => None,
+            };
+            (channel, timeout(n.timeout.as_ref(), &p, cx))
+        }
+        RawNotifier::Gotify(g) => {
+            let p = join(path, "gotify");
+            let g = &g.value;
+            let server = cx.base_url(&g.server, &join(&p, "server"));
+            let token = cx.secret(&g.token, &join(&p, "token"));
+            let priority = cx.priority(g.priority.as_ref(), &join(&p, "priority"), 0, 10);
+            let channel = match (server, token, priority) {
+                (Some(server), Some(token), Some(priority)) => Some(Channel::Gotify {
+                    server,
+                    token,
+                    priority,
+                }),
+                _ => None,
+            };
+            (channel, timeout(g.timeout.as_ref(), &p, cx))
+        }
+        RawNotifier::Url(u) => {
+            let p = join(path, "url");
+            let text = match &u.value {
+                RawSecretOrText::Text(text) => Some(text.clone()),
+                RawSecretOrText::Secret(s) => cx
+                    .secret(
+                        &Sp {
+                            value: s.clone(),
+                            at: u.at,
+                        },
+                        &p,
+                    )
+                    .map(|s| s.expose().to_owned()),
+            };
+            let channel = text.and_then(|text| match apprise::parse(&text) {
+                Ok(channel)
+                    if channel.has_credential()
+                        && matches!(u.value, RawSecretOrText::Text(_)) =>
+                {
+                    cx.err(
+                        u.at,
+                        &p,
+                        format!(
+                            "this {} URL carries a credential: write it as {{env: NAME}} or {{file: PATH}}",
+                            channel.kind()
+                        ),
+                    );
+                    None
+                }
+                Ok(channel) => Some(channel),
+                Err(message) => {
+                    cx.err(u.at, &p, message);
+                    None
+                }
+            });
+            (channel, CHANNEL_TIMEOUT)
+        }
+    };
+    Some(ChannelConfig {
+        channel: channel?,
+        timeout,
+    })
+}
+
+/// The webhook URL of a Slack, Teams or Discord notifier, read from its
+/// secret. Messages never show the URL: it is the credential.
+fn hook_url(h: &RawHookChannel, path: &str, cx: &mut Ctx) -> Option<SecretUrl> {
+    let p = join(path, "url");
+    let secret = cx.secret(&h.url, &p)?;
+    match Url::parse(secret.expose().trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Some(SecretUrl(u)),
+        Ok(u) => {
+            cx.err(
+                h.url.at,
+                &p,
+                format!(
+                    "unsupported scheme `{}`: the webhook URL is http or https",
+                    u.scheme()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            cx.err(h.url.at, &p, format!("the secret is not a URL: {e}"));
+            None
+        }
+    }
+}
+
 fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
     if let Some(u) = &raw.public_url {
-        match Url::parse(u.value.trim()) {
-            Ok(url)
-                if matches!(url.scheme(), "http" | "https")
-                    && url.query().is_none()
-                    && url.fragment().is_none()
-                    && url.host().is_some() =>
-            {
-                c.public_url = Some(url);
-            }
-            Ok(_) => cx.err(
-                u.at,
-                "server.public_url",
-                "use an http or https URL without query or fragment",
-            ),
-            Err(e) => cx.err(
-                u.at,
-                "server.public_url",
-                format!("invalid URL `{}`: {e}", u.value),
-            ),
-        }
+        c.public_url = cx.base_url(u, "server.public_url");
     }
     if let Some(x) = &raw.xslt {
         c.xslt = cx.path(&x.value);

@@ -93,32 +93,113 @@ impl<'de> Deserialize<'de> for RawSecret {
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawSecret, E> {
                 Ok(RawSecret::Inline)
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawSecret, A::Error> {
-                let mut found: Option<RawSecret> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    let value: String = map.next_value()?;
-                    let secret = match key.as_str() {
-                        "env" => RawSecret::Env(value),
-                        "file" => RawSecret::File(value),
-                        other => {
-                            return Err(de::Error::custom(format!(
-                                "unknown secret source `{other}`: write {{env: NAME}} or {{file: PATH}}"
-                            )));
-                        }
-                    };
-                    if found.is_some() {
-                        return Err(de::Error::custom(
-                            "a secret has exactly one source: {env: NAME} or {file: PATH}",
-                        ));
-                    }
-                    found = Some(secret);
-                }
-                found.ok_or_else(|| {
-                    de::Error::custom("empty secret: write {env: NAME} or {file: PATH}")
-                })
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSecret, A::Error> {
+                secret_from_map(map)
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// The `{env: NAME}` or `{file: PATH}` map of a secret.
+fn secret_from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<RawSecret, A::Error> {
+    let mut found: Option<RawSecret> = None;
+    while let Some(key) = map.next_key::<String>()? {
+        let value: String = map.next_value()?;
+        let secret = match key.as_str() {
+            "env" => RawSecret::Env(value),
+            "file" => RawSecret::File(value),
+            other => {
+                return Err(de::Error::custom(format!(
+                    "unknown secret source `{other}`: write {{env: NAME}} or {{file: PATH}}"
+                )));
+            }
+        };
+        if found.is_some() {
+            return Err(de::Error::custom(
+                "a secret has exactly one source: {env: NAME} or {file: PATH}",
+            ));
+        }
+        found = Some(secret);
+    }
+    found.ok_or_else(|| de::Error::custom("empty secret: write {env: NAME} or {file: PATH}"))
+}
+
+/// Text that may be written inline or, when it carries a credential, read
+/// as a secret: an Apprise-style notifier URL.
+#[derive(Debug, Clone)]
+pub(crate) enum RawSecretOrText {
+    Text(String),
+    Secret(RawSecret),
+}
+
+impl<'de> Deserialize<'de> for RawSecretOrText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawSecretOrText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("text, {env: NAME} or {file: PATH}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSecretOrText, E> {
+                Ok(RawSecretOrText::Text(v.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSecretOrText, A::Error> {
+                secret_from_map(map).map(RawSecretOrText::Secret)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawSecretOrText {
+    fn schema_name() -> Cow<'static, str> {
+        "TextOrSecret".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let secret = generator.subschema_for::<RawSecret>();
+        json_schema!({
+            "description": "Inline text, or a secret ({env: NAME} or {file: PATH}) when it carries a credential.",
+            "oneOf": [{"type": "string"}, secret]
+        })
+    }
+}
+
+/// A chat id as written: text (`@channel`) or a number (`-100123`).
+#[derive(Debug, Clone)]
+pub(crate) struct RawChatId(pub String);
+
+impl<'de> Deserialize<'de> for RawChatId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RawChatId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a chat id: a number or @channelname")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawChatId, E> {
+                Ok(RawChatId(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawChatId, E> {
+                Ok(RawChatId(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawChatId, E> {
+                Ok(RawChatId(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawChatId {
+    fn schema_name() -> Cow<'static, str> {
+        "ChatId".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A Telegram chat: a numeric id (groups and channels are negative) or @channelname.",
+            "oneOf": [{"type": "integer"}, {"type": "string"}]
+        })
     }
 }
 
@@ -213,7 +294,7 @@ pub(crate) struct RawDaemon {
     pub server: Option<Sp<RawServer>>,
     /// The mail server; required when any email notifier exists.
     pub smtp: Option<Sp<RawSmtp>>,
-    /// Notifiers by name; each is exactly one of email, webhook, file.
+    /// Notifiers by name; each is exactly one of email, webhook, file, slack, teams, discord, telegram, matrix, ntfy, gotify, url.
     pub notifiers: Option<BTreeMap<String, Sp<RawNotifier>>>,
     /// API tokens of the HTTP server, by name.
     pub tokens: Option<BTreeMap<String, Sp<RawToken>>>,
@@ -263,7 +344,7 @@ pub(crate) enum RawSecurity {
     None,
 }
 
-/// A notifier: exactly one of email, webhook, file.
+/// A notifier: exactly one of email, webhook, file, slack, teams, discord, telegram, matrix, ntfy, gotify, url.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(rename = "Notifier")]
@@ -274,6 +355,101 @@ pub(crate) enum RawNotifier {
     Webhook(Sp<RawWebhook>),
     /// One JSON line per alert appended to a file.
     File(Sp<RawFileNotifier>),
+    /// A Slack incoming webhook.
+    Slack(Sp<RawHookChannel>),
+    /// A Microsoft Teams workflow webhook (Adaptive Card).
+    Teams(Sp<RawHookChannel>),
+    /// A Discord channel webhook.
+    Discord(Sp<RawHookChannel>),
+    /// A Telegram bot posting to one chat.
+    Telegram(Sp<RawTelegram>),
+    /// A Matrix room.
+    Matrix(Sp<RawMatrix>),
+    /// An ntfy topic.
+    Ntfy(Sp<RawNtfy>),
+    /// A Gotify application.
+    Gotify(Sp<RawGotify>),
+    /// An Apprise-style URL: tgram://, slack://, discord://, workflows://, matrix[s]://, ntfy[s]://, gotify[s]:// (README, "Chat and push notifiers"). Inline only when it carries no credential; otherwise {env: NAME} or {file: PATH}.
+    Url(Sp<RawSecretOrText>),
+}
+
+/// A Slack, Teams or Discord notifier: its webhook URL.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "HookChannel")]
+pub(crate) struct RawHookChannel {
+    /// The webhook URL (http or https); it is a credential, so {env: NAME} or {file: PATH}.
+    pub url: Sp<RawSecret>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// A Telegram notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Telegram")]
+pub(crate) struct RawTelegram {
+    /// The bot token from @BotFather.
+    pub token: Sp<RawSecret>,
+    /// The chat: a numeric id or @channelname.
+    pub chat_id: Sp<RawChatId>,
+    /// The Bot API base URL. Default: https://api.telegram.org.
+    pub api_url: Option<Sp<String>>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// A Matrix notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Matrix")]
+pub(crate) struct RawMatrix {
+    /// The homeserver's base URL, e.g. https://matrix.example.org.
+    pub server: Sp<String>,
+    /// The room: its id (!abc:example.org) or an alias (#ops:example.org).
+    pub room: Sp<String>,
+    /// An access token of the posting user.
+    pub token: Sp<RawSecret>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// An ntfy notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Ntfy")]
+pub(crate) struct RawNtfy {
+    /// The ntfy server. Default: https://ntfy.sh.
+    pub server: Option<Sp<String>>,
+    /// The topic (letters, digits, _ and -, at most 64).
+    pub topic: Sp<String>,
+    /// An access token (tk_...), sent as a bearer token.
+    pub token: Option<Sp<RawSecret>>,
+    /// User name for basic authentication (with password).
+    pub username: Option<Sp<String>>,
+    /// Password for basic authentication.
+    pub password: Option<Sp<RawSecret>>,
+    /// Priority 1 (min) to 5 (max). Default: 4 for threshold and failing alerts, 3 otherwise.
+    pub priority: Option<Sp<u8>>,
+    /// Extra tags; ntfy shows known ones as emojis.
+    pub tags: Option<Sp<Vec<Sp<String>>>>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
+}
+
+/// A Gotify notifier.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Gotify")]
+pub(crate) struct RawGotify {
+    /// The Gotify server's base URL.
+    pub server: Sp<String>,
+    /// The application token.
+    pub token: Sp<RawSecret>,
+    /// Priority 0 to 10. Default: 8 for threshold and failing alerts, 5 otherwise.
+    pub priority: Option<Sp<u8>>,
+    /// Request timeout. Default: 10s.
+    pub timeout: Option<Sp<String>>,
 }
 
 /// An email notifier.

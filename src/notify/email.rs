@@ -8,7 +8,8 @@ use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::{Alert, DeliveryError, NotifyError, number};
+use super::format::{escape, facts, is_web_link, title};
+use super::{Alert, DeliveryError, NotifyError};
 use crate::config::{SmtpConfig, SmtpSecurity};
 
 /// Mails alerts to a list of recipients.
@@ -126,18 +127,7 @@ fn classify(e: &lettre::transport::smtp::Error) -> DeliveryError {
 /// `[semclip] <summary>` for one alert, `[semclip] <watch>: N alerts` for a
 /// digest; on one line whatever the alert holds.
 fn subject(alerts: &[Alert]) -> String {
-    let text = match alerts {
-        [one] => one.summary.clone(),
-        _ => {
-            let watch = alerts.first().map_or("", |a| a.watch.as_str());
-            format!("{watch}: {} alerts", alerts.len())
-        }
-    };
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    format!("[semclip] {}", line.trim())
+    format!("[semclip] {}", title(alerts))
 }
 
 /// `<id@semclip>`, with characters a Message-ID cannot hold replaced by `-`.
@@ -154,43 +144,6 @@ fn message_id(id: &str) -> String {
         .collect();
     let local = if local.is_empty() { "alert" } else { &local };
     format!("<{local}@semclip>")
-}
-
-/// The facts of one alert as (label, value) rows, shared by both parts.
-fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
-    let mut rows = Vec::new();
-    rows.push(("What", alert.kind.label().to_owned()));
-    let watch = match &alert.watch_title {
-        Some(title) => format!("{title} ({})", alert.watch),
-        None => alert.watch.clone(),
-    };
-    rows.push(("Watch", watch));
-    if let Some(t) = &alert.threshold {
-        rows.push(("Threshold", format!("{} ({})", t.name, t.bound)));
-        rows.push(("Where", t.context.clone()));
-        rows.push((
-            "Value",
-            t.value
-                .map_or_else(|| "none (nothing selected)".to_owned(), number),
-        ));
-        rows.push((
-            "Previous value",
-            t.previous.map_or_else(|| "none".to_owned(), number),
-        ));
-        rows.push(("XPath", t.xpath.clone()));
-        if let Some(node) = &t.node {
-            rows.push(("Node", node.clone()));
-        }
-    }
-    if let Some(error) = &alert.error {
-        rows.push(("Error", error.clone()));
-    }
-    if let Some(failures) = alert.failures {
-        rows.push(("Failed checks in a row", failures.to_string()));
-    }
-    rows.push(("When", alert.at.clone()));
-    rows.push(("Page", alert.url.clone()));
-    rows
 }
 
 /// The readable text/plain part.
@@ -271,39 +224,9 @@ fn html_body(subject: &str, alerts: &[Alert]) -> String {
     out
 }
 
-/// Only http(s) links become clickable; anything else stays text.
-fn is_web_link(url: &str) -> bool {
-    let lower = url.to_ascii_lowercase();
-    lower.starts_with("http://") || lower.starts_with("https://")
-}
-
-/// Escapes text for HTML element content and quoted attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{escape, message_id};
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            escape(r#"<script>alert("x&y")</script>'"#),
-            "&lt;script&gt;alert(&quot;x&amp;y&quot;)&lt;/script&gt;&#39;"
-        );
-    }
+    use super::message_id;
 
     #[test]
     fn message_ids_are_valid() {

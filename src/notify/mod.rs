@@ -1,5 +1,6 @@
 //! Notifications: the alerts the daemon raises and the notifiers that deliver
-//! them (email over SMTP, webhook POST, JSON lines in a file).
+//! them (email over SMTP, webhook POST, JSON lines in a file, and chat and
+//! push services: Slack, Teams, Discord, Telegram, Matrix, ntfy, Gotify).
 //!
 //! An [`Alert`] is what the outbox stores (as JSON) and what every notifier
 //! delivers. A [`Notifier`] is built once from its configuration and then
@@ -7,14 +8,20 @@
 //! alerts of one watch. Delivery does not retry: a [`DeliveryError`] says
 //! whether retrying later can help, and the outbox decides.
 
+mod channel;
 mod email;
 mod file;
+mod format;
+mod http;
 mod webhook;
 
 use serde::{Deserialize, Serialize};
 
+use url::Url;
+
 use crate::config::{NotifierConfig, SmtpConfig};
 
+pub use channel::ChannelNotifier;
 pub use email::EmailNotifier;
 pub use file::FileNotifier;
 pub use webhook::WebhookNotifier;
@@ -178,10 +185,14 @@ pub enum NotifyError {
 pub struct DeliveryError {
     /// Whether trying again later can help (network errors, HTTP 408/429/5xx,
     /// SMTP 4xx and connection failures). False for errors that will repeat
-    /// (HTTP 4xx, SMTP 5xx such as a refused login).
+    /// (HTTP 4xx, SMTP 5xx such as a refused login): the outbox gives up on
+    /// them at once.
     pub transient: bool,
     /// What went wrong, for the log and the outbox.
     pub message: String,
+    /// How long the service asked to be left alone (`Retry-After`, Telegram's
+    /// `retry_after`, Matrix's `retry_after_ms`), for transient errors.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl DeliveryError {
@@ -190,6 +201,7 @@ impl DeliveryError {
         DeliveryError {
             transient: true,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -198,6 +210,7 @@ impl DeliveryError {
         DeliveryError {
             transient: false,
             message: message.into(),
+            retry_after: None,
         }
     }
 }
@@ -211,16 +224,22 @@ pub enum Notifier {
     Webhook(WebhookNotifier),
     /// JSON lines appended to a file.
     File(FileNotifier),
+    /// A chat or push service.
+    Channel(ChannelNotifier),
 }
 
 impl Notifier {
     /// Builds the notifier called `name` from its configuration; email
-    /// notifiers need the daemon's `smtp` section, webhooks use `http`.
+    /// notifiers need the daemon's `smtp` section, webhooks and channels use
+    /// `http`. Chat and push messages link to the watch's status page under
+    /// `public_url` (the daemon's `server.public_url`), or without one to
+    /// the watched page.
     pub fn from_config(
         name: &str,
         cfg: &NotifierConfig,
         smtp: Option<&SmtpConfig>,
         http: &reqwest::Client,
+        public_url: Option<&Url>,
     ) -> Result<Notifier, NotifyError> {
         Ok(match cfg {
             NotifierConfig::Email { to } => {
@@ -233,6 +252,12 @@ impl Notifier {
                 Notifier::Webhook(WebhookNotifier::new(name, webhook, http.clone())?)
             }
             NotifierConfig::File { path } => Notifier::File(FileNotifier::new(name, path)),
+            NotifierConfig::Channel(channel) => Notifier::Channel(ChannelNotifier::new(
+                name,
+                channel,
+                public_url,
+                http.clone(),
+            )),
         })
     }
 
@@ -242,6 +267,7 @@ impl Notifier {
             Notifier::Email(n) => n.name(),
             Notifier::Webhook(n) => n.name(),
             Notifier::File(n) => n.name(),
+            Notifier::Channel(n) => n.name(),
         }
     }
 
@@ -256,6 +282,7 @@ impl Notifier {
             Notifier::Email(n) => n.deliver(alerts).await,
             Notifier::Webhook(n) => n.deliver(alerts).await,
             Notifier::File(n) => n.deliver(alerts).await,
+            Notifier::Channel(n) => n.deliver(alerts).await,
         }
     }
 }
@@ -273,9 +300,4 @@ struct Line<'a> {
     version: &'static str,
     #[serde(flatten)]
     alert: &'a Alert,
-}
-
-/// Formats a number the way people write it: 300 rather than 300.0.
-fn number(value: f64) -> String {
-    format!("{value}")
 }

@@ -1,16 +1,14 @@
 //! Webhook notifier: one HTTP POST of `{"version":"1","alerts":[...]}`,
 //! signed with HMAC-SHA256 when a secret is configured.
 
-use crate::error_chain;
 use std::time::Duration;
 
 use hmac::{Hmac, KeyInit, Mac};
-use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use sha2::Sha256;
 use url::Url;
 
-use super::{Alert, DeliveryError, NotifyError, PAYLOAD_VERSION, Payload};
+use super::{Alert, DeliveryError, NotifyError, PAYLOAD_VERSION, Payload, http};
 use crate::config::{Secret, WebhookConfig};
 
 /// The header carrying the id of the first alert (an idempotency key).
@@ -98,52 +96,12 @@ impl WebhookNotifier {
                 .map_err(|e| DeliveryError::permanent(format!("signature header: {e}")))?;
             headers.insert(SIGNATURE_HEADER, value);
         }
-        let response = self
-            .http
-            .post(self.url.clone())
-            .headers(headers)
-            .timeout(self.timeout)
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| request_error(&self.target(), self.timeout, e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        // A little of the answer helps whoever reads the log.
-        let text = response.text().await.unwrap_or_default();
-        let snippet: String = text.trim().chars().take(200).collect();
-        let mut message = format!("{}: HTTP {status}", self.target());
-        if !snippet.is_empty() {
-            message.push_str(": ");
-            message.push_str(&snippet);
-        }
-        Err(DeliveryError {
-            transient: status_is_transient(status),
-            message,
-        })
-    }
-}
-
-/// 408, 429 and 5xx are worth retrying; other non-2xx answers repeat.
-fn status_is_transient(status: StatusCode) -> bool {
-    status == StatusCode::REQUEST_TIMEOUT
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status.is_server_error()
-}
-
-/// Every failure to get an answer at all (connect, timeout, reset) is
-/// transient; a request that cannot even be built is permanent.
-fn request_error(target: &str, timeout: Duration, e: reqwest::Error) -> DeliveryError {
-    // reqwest's message would repeat the whole URL: leave it out.
-    let e = e.without_url();
-    if e.is_timeout() {
-        DeliveryError::transient(format!("{target}: no answer within {timeout:?}"))
-    } else if e.is_builder() {
-        DeliveryError::permanent(format!("{target}: {}", error_chain(&e)))
-    } else {
-        DeliveryError::transient(format!("{target}: {}", error_chain(&e)))
+        let request = self.http.post(self.url.clone()).headers(headers).body(body);
+        let target = self.target();
+        http::send(request, &target, self.timeout)
+            .await?
+            .check(&target, &[])
+            .map(drop)
     }
 }
 

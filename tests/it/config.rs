@@ -12,8 +12,13 @@ use semclip::schedule::Schedule;
 use crate::util::root;
 
 /// The environment the examples' `{env: ...}` secrets need.
-const EXAMPLE_ENV: [(&str, &str); 5] = [
+const EXAMPLE_ENV: [(&str, &str); 7] = [
     ("SMTP_PASSWORD", "smtp-secret"),
+    (
+        "SLACK_WEBHOOK_URL",
+        "https://hooks.slack.com/services/T0/B0/x",
+    ),
+    ("TELEGRAM_BOT_TOKEN", "123456:telegram-token"),
     ("PORTAL_TOKEN", "portal-token"),
     ("ADMIN_TOKEN", "admin-token"),
     ("SHOP_SESSION", "shop-session"),

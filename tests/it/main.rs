@@ -9,6 +9,7 @@
 )]
 
 mod articles;
+mod channels;
 mod cli;
 mod complete;
 mod config;

@@ -19,7 +19,7 @@ fn secret(value: &str) -> Secret {
     Secret::new(value)
 }
 
-fn threshold_alert(id: &str) -> Alert {
+pub(crate) fn threshold_alert(id: &str) -> Alert {
     Alert {
         id: id.to_owned(),
         kind: AlertKind::ThresholdCrossed,
@@ -43,7 +43,7 @@ fn threshold_alert(id: &str) -> Alert {
     }
 }
 
-fn changed_alert(id: &str) -> Alert {
+pub(crate) fn changed_alert(id: &str) -> Alert {
     Alert {
         id: id.to_owned(),
         kind: AlertKind::Changed,
@@ -105,7 +105,7 @@ fn email_notifier(smtp: &SmtpConfig) -> Notifier {
             "dev@example.org".to_owned(),
         ],
     };
-    Notifier::from_config("ops-mail", &cfg, Some(smtp), &reqwest::Client::new())
+    Notifier::from_config("ops-mail", &cfg, Some(smtp), &reqwest::Client::new(), None)
         .expect("email notifier")
 }
 
@@ -116,7 +116,8 @@ fn webhook_notifier(url: url::Url, key: Option<&str>, timeout: Duration) -> Noti
         timeout,
         headers: vec![("X-Team".to_owned(), "ops".to_owned())],
     });
-    Notifier::from_config("hook", &cfg, None, &reqwest::Client::new()).expect("webhook notifier")
+    Notifier::from_config("hook", &cfg, None, &reqwest::Client::new(), None)
+        .expect("webhook notifier")
 }
 
 fn addresses(address: Option<&mail_parser::Address<'_>>) -> Vec<String> {
@@ -328,14 +329,20 @@ async fn email_needs_smtp_and_valid_addresses() {
     let cfg = NotifierConfig::Email {
         to: vec!["ops@example.org".to_owned()],
     };
-    let err = Notifier::from_config("ops-mail", &cfg, None, &http).expect_err("no smtp");
+    let err = Notifier::from_config("ops-mail", &cfg, None, &http, None).expect_err("no smtp");
     assert!(matches!(err, NotifyError::MissingSmtp { ref notifier } if notifier == "ops-mail"));
 
     let bad_to = NotifierConfig::Email {
         to: vec!["not an address".to_owned()],
     };
-    let err = Notifier::from_config("ops-mail", &bad_to, Some(&smtp_config(25, None)), &http)
-        .expect_err("bad address");
+    let err = Notifier::from_config(
+        "ops-mail",
+        &bad_to,
+        Some(&smtp_config(25, None)),
+        &http,
+        None,
+    )
+    .expect_err("bad address");
     assert!(
         err.to_string()
             .starts_with("notifier ops-mail: \"not an address\" is not a mailbox"),
@@ -475,7 +482,7 @@ async fn webhook_rejects_bad_header_config() {
         timeout: Duration::from_secs(1),
         headers: vec![("Bad Header".to_owned(), "x".to_owned())],
     });
-    let err = Notifier::from_config("hook", &cfg, None, &reqwest::Client::new())
+    let err = Notifier::from_config("hook", &cfg, None, &reqwest::Client::new(), None)
         .expect_err("invalid header name");
     assert!(matches!(err, NotifyError::Header { ref header, .. } if header == "Bad Header"));
 }
@@ -486,6 +493,7 @@ fn file_notifier(path: PathBuf) -> Notifier {
         &NotifierConfig::File { path },
         None,
         &reqwest::Client::new(),
+        None,
     )
     .expect("file notifier")
 }

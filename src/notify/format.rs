@@ -1,0 +1,450 @@
+//! The words of an alert, shared by every notifier that writes for people
+//! (email, chat and push services): its facts as (label, value) rows, the
+//! link to follow, and one renderer of the whole message for each markup
+//! dialect (plain text, HTML, Slack mrkdwn, Markdown) within a size limit.
+//!
+//! # Guarantees
+//!
+//! - Every string that comes from a page or a watch file (summary, context,
+//!   change lines, errors) is escaped for the dialect: page text cannot add
+//!   markup, links or mentions to a message.
+//! - A rendered message never exceeds its limit; what does not fit is cut
+//!   at whole lines, and a last line says how many lines were left out. The
+//!   title and the link are always kept.
+//!
+//! # Decisions
+//!
+//! - One value is cut to [`MAX_VALUE_CHARS`] before markup, so a cut never
+//!   splits a tag or an entity, and a single line always fits.
+
+use url::Url;
+
+use super::{Alert, AlertKind};
+
+/// The longest value (a change line, an error) shown, in characters.
+pub(super) const MAX_VALUE_CHARS: usize = 300;
+
+/// Formats a number the way people write it: 300 rather than 300.0.
+pub(super) fn number(value: f64) -> String {
+    format!("{value}")
+}
+
+/// The facts of one alert as (label, value) rows.
+pub(super) fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    rows.push(("What", alert.kind.label().to_owned()));
+    let watch = match &alert.watch_title {
+        Some(title) => format!("{title} ({})", alert.watch),
+        None => alert.watch.clone(),
+    };
+    rows.push(("Watch", watch));
+    if let Some(t) = &alert.threshold {
+        rows.push(("Threshold", format!("{} ({})", t.name, t.bound)));
+        rows.push(("Where", t.context.clone()));
+        rows.push((
+            "Value",
+            t.value
+                .map_or_else(|| "none (nothing selected)".to_owned(), number),
+        ));
+        rows.push((
+            "Previous value",
+            t.previous.map_or_else(|| "none".to_owned(), number),
+        ));
+        rows.push(("XPath", t.xpath.clone()));
+        if let Some(node) = &t.node {
+            rows.push(("Node", node.clone()));
+        }
+    }
+    if let Some(error) = &alert.error {
+        rows.push(("Error", error.clone()));
+    }
+    if let Some(failures) = alert.failures {
+        rows.push(("Failed checks in a row", failures.to_string()));
+    }
+    rows.push(("When", alert.at.clone()));
+    rows.push(("Page", alert.url.clone()));
+    rows
+}
+
+/// Only http(s) links become clickable; anything else stays text.
+pub(super) fn is_web_link(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub(super) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether an alert asks for attention now (a higher push priority).
+pub(super) fn is_alarm(kind: AlertKind) -> bool {
+    matches!(
+        kind,
+        AlertKind::ThresholdCrossed | AlertKind::SelectorLost | AlertKind::Failing
+    )
+}
+
+/// Where a message links to: the watch's status page when the daemon has a
+/// public URL (`server.public_url`), else the watched page.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Links {
+    public_url: Option<Url>,
+}
+
+impl Links {
+    pub(super) fn new(public_url: Option<&Url>) -> Links {
+        Links {
+            public_url: public_url.cloned(),
+        }
+    }
+
+    /// (label, URL) of the link for `alert`.
+    pub(super) fn of(&self, alert: &Alert) -> (&'static str, String) {
+        match &self.public_url {
+            Some(base) => {
+                let watch: String =
+                    percent_encoding::utf8_percent_encode(&alert.watch, SEGMENT).collect();
+                let base = base.as_str().trim_end_matches('/');
+                ("Status page", format!("{base}/status/{watch}"))
+            }
+            None => ("Page", alert.url.clone()),
+        }
+    }
+}
+
+/// What a path segment must escape.
+pub(super) const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// One line, e.g. "GAZP Last 301.5 crossed above 300" for one alert or
+/// "gazp: 3 alerts" for a digest; control characters become spaces.
+pub(super) fn title(alerts: &[Alert]) -> String {
+    let text = match alerts {
+        [one] => one.summary.clone(),
+        _ => {
+            let watch = alerts.first().map_or("", |a| a.watch.as_str());
+            format!("{watch}: {} alerts", alerts.len())
+        }
+    };
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    cut(line.trim(), MAX_VALUE_CHARS)
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+pub(super) fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A markup language of a chat or push service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dialect {
+    /// No markup (ntfy, Matrix `body`).
+    Plain,
+    /// The HTML subset of Telegram and Matrix (`<b>`, `<code>`, `<a>`).
+    Html,
+    /// Slack's mrkdwn (`*bold*`, `<url|label>`).
+    Slack,
+    /// CommonMark as Discord and Gotify show it.
+    Markdown,
+}
+
+impl Dialect {
+    fn text(self, text: &str) -> String {
+        let text = cut(text, MAX_VALUE_CHARS);
+        match self {
+            Dialect::Plain => text,
+            Dialect::Html => escape(&text),
+            // Slack's own rule: escape these three, nothing else.
+            Dialect::Slack => text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;"),
+            Dialect::Markdown => {
+                let mut out = String::with_capacity(text.len());
+                for c in text.chars() {
+                    if "\\`*_{}[]()<>#+-.!|~@:".contains(c) {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                out
+            }
+        }
+    }
+
+    fn bold(self, text: &str) -> String {
+        let inner = self.text(text);
+        match self {
+            Dialect::Plain => inner,
+            Dialect::Html => format!("<b>{inner}</b>"),
+            Dialect::Slack => format!("*{inner}*"),
+            Dialect::Markdown => format!("**{inner}**"),
+        }
+    }
+
+    /// Code: the text verbatim in a monospace span. Backticks inside would
+    /// end the span early, so they become a look-alike.
+    fn code(self, text: &str) -> String {
+        let text = cut(text, MAX_VALUE_CHARS);
+        match self {
+            Dialect::Plain => text,
+            Dialect::Html => format!("<code>{}</code>", escape(&text)),
+            Dialect::Slack => format!("`{}`", Dialect::Slack.text(&text.replace('`', "\u{2035}"))),
+            Dialect::Markdown => format!("`{}`", text.replace('`', "\u{2035}")),
+        }
+    }
+
+    fn link(self, label: &str, url: &str) -> String {
+        if !is_web_link(url) {
+            return format!("{}: {}", self.text(label), self.text(url));
+        }
+        match self {
+            Dialect::Plain => format!("{label}: {url}"),
+            Dialect::Html => format!("<a href=\"{}\">{}</a>", escape(url), escape(label)),
+            Dialect::Slack => format!(
+                "<{}|{}>",
+                url.replace('|', "%7C").replace('>', "%3E"),
+                self.text(label)
+            ),
+            Dialect::Markdown => format!(
+                "[{}](<{}>)",
+                self.text(label),
+                url.replace('>', "%3E").replace(' ', "%20")
+            ),
+        }
+    }
+}
+
+/// How a message's size is counted.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Measure {
+    /// UTF-16 code units (Telegram, Discord and Slack count these; never
+    /// fewer than characters).
+    Utf16,
+    /// UTF-8 bytes (ntfy).
+    Bytes,
+}
+
+impl Measure {
+    fn of(self, text: &str) -> usize {
+        match self {
+            Measure::Utf16 => text.encode_utf16().count(),
+            Measure::Bytes => text.len(),
+        }
+    }
+}
+
+/// What to render.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Layout {
+    pub dialect: Dialect,
+    pub measure: Measure,
+    pub limit: usize,
+    /// Whether the first line is the title (off where the service shows a
+    /// title of its own: ntfy, Gotify, a Slack header block).
+    pub title: bool,
+    /// Whether the last line is the link (off where the service links
+    /// elsewhere: ntfy's Click header).
+    pub link: bool,
+}
+
+/// The whole message for `alerts` as one text in `layout`.
+pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String {
+    let d = layout.dialect;
+    let mut lines: Vec<String> = Vec::new();
+    for alert in alerts {
+        if alerts.len() > 1 {
+            if !lines.is_empty() {
+                lines.push(String::new());
+            }
+            lines.push(d.bold(&alert.summary));
+        }
+        for (label, value) in facts(alert) {
+            // The page is the link's business when the link goes there.
+            if label == "Page" && layout.link && links.of(alert).1 == alert.url {
+                continue;
+            }
+            let value = if matches!(label, "XPath" | "Node") {
+                d.code(&value)
+            } else {
+                d.text(&value)
+            };
+            lines.push(format!("{}: {value}", d.bold(label)));
+        }
+        if !alert.changes.is_empty() {
+            lines.push(d.bold("Changes"));
+            for change in &alert.changes {
+                lines.push(d.code(&change.text));
+            }
+        }
+    }
+    let head = if layout.title {
+        format!("{}\n", d.bold(&title(alerts)))
+    } else {
+        String::new()
+    };
+    let tail = match alerts.first() {
+        Some(first) if layout.link => {
+            let (label, url) = links.of(first);
+            format!("\n{}", d.link(label, &url))
+        }
+        _ => String::new(),
+    };
+    let size = |s: &str| layout.measure.of(s);
+    let fixed = size(&head) + size(&tail);
+    let mut body = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let rest = lines.len() - i;
+        let note = d.text(&format!("… {rest} more lines"));
+        // Room for this line, and for the note should the next not fit.
+        let reserve = if rest > 1 { size(&note) + 1 } else { 0 };
+        if fixed + size(&body) + size(line) + 1 + reserve > layout.limit {
+            body.push_str(&note);
+            body.push('\n');
+            break;
+        }
+        body.push_str(line);
+        body.push('\n');
+    }
+    let out = format!("{head}{}{tail}", body.trim_end_matches('\n'));
+    if size(&out) <= layout.limit {
+        return out;
+    }
+    // Only a limit smaller than the title and link themselves gets here:
+    // cut by characters.
+    let mut used = 0;
+    out.chars()
+        .take_while(|c| {
+            used += size(c.encode_utf8(&mut [0; 4]));
+            used <= layout.limit
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, reason = "tests fail loudly on purpose")]
+mod tests {
+    use super::*;
+    use crate::notify::{ChangeLine, ThresholdAlert};
+
+    fn alert(changes: usize) -> Alert {
+        Alert {
+            id: "a-1".to_owned(),
+            kind: AlertKind::Changed,
+            watch: "gazp".to_owned(),
+            watch_title: None,
+            url: "https://example.org/q".to_owned(),
+            at: "2025-03-04T10:00:00Z".to_owned(),
+            summary: "<b>changes</b> & more".to_owned(),
+            threshold: Some(ThresholdAlert {
+                name: "high".to_owned(),
+                xpath: "//a[`x`]".to_owned(),
+                value: Some(3.5),
+                previous: None,
+                bound: "above 3".to_owned(),
+                context: "T / *R* / C".to_owned(),
+                node: None,
+            }),
+            changes: (0..changes)
+                .map(|i| ChangeLine {
+                    kind: "update".to_owned(),
+                    path: "T".to_owned(),
+                    text: format!("update T / row {i}: 1 -> 2"),
+                })
+                .collect(),
+            error: None,
+            failures: None,
+        }
+    }
+
+    fn layout(dialect: Dialect, limit: usize) -> Layout {
+        Layout {
+            dialect,
+            measure: Measure::Utf16,
+            limit,
+            title: true,
+            link: true,
+        }
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape(r#"<script>alert("x&y")</script>'"#),
+            "&lt;script&gt;alert(&quot;x&amp;y&quot;)&lt;/script&gt;&#39;"
+        );
+    }
+
+    #[test]
+    fn every_dialect_escapes_page_text() {
+        let links = Links::new(None);
+        let html = render(&[alert(1)], &links, layout(Dialect::Html, 4096));
+        assert!(
+            html.starts_with("<b>&lt;b&gt;changes&lt;/b&gt; &amp; more</b>\n"),
+            "{html}"
+        );
+        assert!(html.contains("<code>//a[`x`]</code>"), "{html}");
+        assert!(
+            html.ends_with("<a href=\"https://example.org/q\">Page</a>"),
+            "{html}"
+        );
+        let slack = render(&[alert(1)], &links, layout(Dialect::Slack, 4096));
+        assert!(
+            slack.starts_with("*&lt;b&gt;changes&lt;/b&gt; &amp; more*\n"),
+            "{slack}"
+        );
+        assert!(slack.ends_with("<https://example.org/q|Page>"), "{slack}");
+        let md = render(&[alert(1)], &links, layout(Dialect::Markdown, 4096));
+        assert!(md.contains("T / \\*R\\* / C"), "{md}");
+        assert!(md.contains("`//a[\u{2035}x\u{2035}]`"), "{md}");
+        assert!(md.ends_with("[Page](<https://example.org/q>)"), "{md}");
+    }
+
+    #[test]
+    fn long_messages_are_cut_at_lines_within_the_limit() {
+        let links = Links::new(Some(
+            &Url::parse("https://semclip.example.org/base/").expect("url"),
+        ));
+        for limit in [300, 700, 2000] {
+            let text = render(&[alert(200)], &links, layout(Dialect::Html, limit));
+            assert!(
+                text.encode_utf16().count() <= limit,
+                "{limit}: {}",
+                text.len()
+            );
+            assert!(text.contains("more lines"), "{text}");
+            assert!(
+                text.ends_with(
+                    "<a href=\"https://semclip.example.org/base/status/gazp\">Status page</a>"
+                ),
+                "{text}"
+            );
+        }
+        let all = render(&[alert(3)], &links, layout(Dialect::Plain, 4000));
+        assert!(!all.contains("more lines"), "{all}");
+        assert!(all.contains("update T / row 2: 1 -> 2"), "{all}");
+    }
+}
