@@ -630,7 +630,9 @@ mod tests {
         );
         assert!(html.contains("<td class=\"changed\">251,30</td>"), "{html}");
         assert!(html.contains("<td class=\"changed\">268,40</td>"), "{html}");
-        assert!(html.contains("<td>Gazprom</td>"), "{html}");
+        // The unchanged cells are shown, not marked.
+        assert!(html.contains("Gazprom"), "{html}");
+        assert!(!html.contains("class=\"changed\">Gazprom"), "{html}");
         assert!(
             html.contains("class=\"change current\" id=\"change-7\""),
             "{html}"
