@@ -16,9 +16,28 @@ pub struct Cli {
     /// warn otherwise); RUST_LOG overrides.
     #[arg(long, global = true, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Log line format: text (coloured only on a terminal, without NO_COLOR) or json (one
+    /// object per line); default: SEMCLIP_LOG_FORMAT, else text.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        value_enum,
+        hide_possible_values = true
+    )]
+    pub log_format: Option<LogFormat>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, `fields`, `spans`.
+    Json,
 }
 
 /// The subcommands.
@@ -42,6 +61,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Check the daemon file and every watch file (exit 0 valid, 2 problems).
     Validate(ValidateArgs),
+    /// Write a starter watch file for a page: its tables and numeric columns, commented.
+    Init(InitArgs),
 }
 
 /// Where the configuration is: shared by `run`, `check` and `validate`.
@@ -104,6 +125,20 @@ pub struct ValidateArgs {
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// Arguments of `semclip init`.
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The page: an http(s):// or file:// URL, or a file path.
+    pub url: String,
+    /// Write the watch file here instead of stdout (refuses to overwrite).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// The daemon file whose fetch fence and page budget apply [default: semclip.yaml if it
+    /// exists, else built-in defaults].
+    #[arg(long, short, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `semclip diff`.

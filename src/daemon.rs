@@ -9,7 +9,8 @@
 //! run that completed is not repeated.
 //!
 //! Signals: SIGTERM and Ctrl-C stop scheduling, let the checks in flight
-//! finish (up to [`DRAIN_TIMEOUT`]) and exit. SIGHUP, or a change in the
+//! finish (up to [`DRAIN_TIMEOUT`]) and the requests in flight (up to
+//! [`SERVER_DRAIN_TIMEOUT`]) and exit; with nothing in flight, at once. SIGHUP, or a change in the
 //! watches directory, reloads the watch files: if they are all valid the new
 //! set replaces the old one (state is kept in the store, by watch id), and
 //! otherwise every error is logged and the old set keeps running.
@@ -34,6 +35,10 @@ use crate::outbox;
 
 /// How long checks in flight may take to finish at shutdown.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long requests in flight and the outbox's last round may take at
+/// shutdown, after the checks drained.
+pub const SERVER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the watches directory must be quiet before a change reloads it.
 const RELOAD_SETTLE: Duration = Duration::from_millis(300);
@@ -153,7 +158,13 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let stop_server = Arc::new(Notify::new());
     let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
+    // Tasks that finish on their own once told to stop (the server after
+    // its requests in flight, the outbox after its round): shutdown waits
+    // for them. Tasks that never finish (retention, the demo site) go in
+    // `endless` and are aborted: waiting for them only ran the shutdown
+    // into its timeout, five seconds on every idle stop.
     let mut background = JoinSet::new();
+    let mut endless = JoinSet::new();
     // The clip server, when `listen` is set. Binding fails before anything
     // else starts: a daemon that cannot serve what it was told to is not
     // half-started.
@@ -197,7 +208,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     };
     if let Some(demo) = &daemon.demo {
         let addr = demo.listen;
-        background.spawn(async move {
+        endless.spawn(async move {
             if let Err(error) = crate::demo::serve(addr).await {
                 tracing::error!(%addr, %error, "the demo site cannot start");
             }
@@ -222,7 +233,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     {
         let stores = Arc::clone(&stores);
         let retention = daemon.retention;
-        background.spawn(async move {
+        endless.spawn(async move {
             let mut every = tokio::time::interval(PRUNE_EVERY);
             loop {
                 every.tick().await;
@@ -416,20 +427,18 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         tracing::warn!("checks still running after {DRAIN_TIMEOUT:?}; stopping anyway");
         checks.abort_all();
     }
+    endless.abort_all();
     stop_outbox.notify_one();
     stop_server.notify_one();
-    // Requests in flight get a moment to finish.
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while let Some(task) = background.join_next().await {
-            if task.is_err() {
-                continue;
-            }
-            if server.is_none() {
-                break;
-            }
-        }
+    // Requests in flight and the outbox's round get a moment to finish;
+    // with nothing in flight this returns at once.
+    let finished = tokio::time::timeout(SERVER_DRAIN_TIMEOUT, async {
+        while background.join_next().await.is_some() {}
     })
     .await;
+    if finished.is_err() {
+        tracing::warn!("requests still in flight after {SERVER_DRAIN_TIMEOUT:?}; stopping anyway");
+    }
     background.abort_all();
     tracing::info!("stopped");
     Ok(())

@@ -1,5 +1,6 @@
-//! The demo site the daemon serves when its file says `demo: {listen: ...}`,
-//! so that a newcomer sees checks, semantic changes and threshold alerts on a
+//! The demo site the daemon serves when its file says `demo: {listen: ...}`
+//! (and `semclip check` too, for the length of its checks), so that a
+//! newcomer sees checks, semantic changes and threshold alerts on a
 //! machine with no internet.
 //!
 //! `/quotes.html` is the bundled `site/quotes.html` with GAZP's last price
@@ -55,6 +56,17 @@ pub fn quotes_page(step: usize, clock: &str, noise: u32) -> String {
 /// The address cannot be bound.
 pub async fn serve(addr: SocketAddr) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    serve_on(listener).await
+}
+
+/// Serves the demo site on a bound listener until the task is dropped
+/// (`semclip check` binds first, to know whether it got the address).
+///
+/// # Errors
+///
+/// Accepting connections failed.
+pub async fn serve_on(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
     tracing::info!(%addr, "demo site: http://{addr}/quotes.html");
     let app = Router::new()
         .route("/quotes.html", get(quotes))

@@ -14,6 +14,7 @@
 //! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
 //! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
 //! - [`document`]: read a saved hierarchy document back;
+//! - [`starter`]: starter YAML for a node or a page (the status tree's snippets, `semclip init`);
 //! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite;
 //! - [`template`]: structural similarity, clustering and templates of a site's pages (ALGORITHMS.md §4, §5);
 //! - [`extract`]: article, record and keyword-region extraction (ALGORITHMS.md §5, §6).
@@ -42,6 +43,7 @@ pub mod refresh;
 pub mod schedule;
 pub mod serve;
 pub mod source;
+pub mod starter;
 pub mod store;
 pub mod template;
 pub mod threshold;

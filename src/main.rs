@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use semclip::cli::{Cli, Command};
+use semclip::cli::{Cli, Command, LogFormat};
 use semclip::commands::{self, Outcome};
 use tracing_subscriber::EnvFilter;
 
@@ -41,10 +41,7 @@ fn main() -> ExitCode {
     }
     .or_else(|| EnvFilter::try_new(&level).ok())
     .unwrap_or_else(|| EnvFilter::new("warn,html5ever=error"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(filter, log_format(cli.log_format));
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -69,6 +66,7 @@ fn main() -> ExitCode {
             Command::Run(args) => commands::run::run(args).await,
             Command::Serve(args) => commands::serve::run(args).await,
             Command::Validate(args) => commands::validate::run(args, &mut out),
+            Command::Init(args) => commands::init::run(args, &mut out).await,
         }
     });
     let _ = out.flush();
@@ -84,6 +82,33 @@ fn main() -> ExitCode {
             }
             eprintln!("semclip: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// The log format: the option, else `SEMCLIP_LOG_FORMAT` (`json` or
+/// `text`; anything else is text, so a typo never silences the log).
+fn log_format(option: Option<LogFormat>) -> LogFormat {
+    option.unwrap_or_else(|| match std::env::var("SEMCLIP_LOG_FORMAT") {
+        Ok(v) if v.trim().eq_ignore_ascii_case("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    })
+}
+
+/// Logs to stderr. Colour codes only when stderr is a terminal and
+/// `NO_COLOR` is unset or empty (<https://no-color.org>): a log file or
+/// the journal must not fill with escape sequences.
+fn init_logging(filter: EnvFilter, format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        // JSON lines carry no colour whatever the terminal.
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+        LogFormat::Text => {
+            let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !no_color;
+            builder.with_ansi(ansi).init();
         }
     }
 }

@@ -36,6 +36,13 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         selected = loaded.watches.iter().cloned().map(Arc::new).collect();
     }
     let daemon_cfg = Arc::new(loaded.daemon);
+    // The bundled watches check the demo site, which only a running
+    // process serves: `check` serves it too for as long as it checks, so
+    // the quick start's watches work with `check` as they do with `run`.
+    let _demo = match &daemon_cfg.demo {
+        Some(demo) => Some(start_demo(demo.listen, out).await?),
+        None => None,
+    };
     let stores = daemon::open_store(&daemon_cfg)?;
     let engine = Arc::new(Engine::new(Arc::clone(&daemon_cfg), Arc::clone(&stores)));
     let now = SystemTime::now();
@@ -108,4 +115,39 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     } else {
         Outcome::Success
     })
+}
+
+/// The demo site, served while it is held (dropping it aborts the task).
+struct DemoSite(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for DemoSite {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Serves the demo site on `addr` for the checks. When the address is
+/// taken, most likely by a `semclip run` of the same file serving the same
+/// site, the checks go on against whatever answers there, and a note says so.
+async fn start_demo(addr: std::net::SocketAddr, out: &mut dyn Write) -> anyhow::Result<DemoSite> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => Ok(DemoSite(Some(tokio::spawn(async move {
+            if let Err(error) = crate::demo::serve_on(listener).await {
+                tracing::error!(%addr, %error, "the demo site failed");
+            }
+        })))),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            writeln!(
+                out,
+                "note: the demo site's address {addr} is in use (a running `semclip run`?); \
+                 checking against what answers there"
+            )?;
+            Ok(DemoSite(None))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot serve the demo site (demo.listen) on {addr}"
+        ))),
+    }
 }

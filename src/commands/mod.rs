@@ -7,6 +7,7 @@ pub mod check;
 pub mod diff;
 pub mod extract;
 pub mod hierarchy;
+pub mod init;
 pub mod learn;
 pub mod run;
 pub mod serve;

@@ -1127,6 +1127,24 @@ fn server_settings(raw: &RawServer, c: &mut ServerConfig, cx: &mut Ctx) {
             );
         }
     }
+    if let Some(list) = &raw.frame_ancestors {
+        c.frame_ancestors.clear();
+        for (i, o) in list.value.iter().enumerate() {
+            let source = o.value.trim();
+            if frame_ancestor(source) {
+                c.frame_ancestors.push(source.to_owned());
+            } else {
+                cx.err(
+                    o.at,
+                    &format!("server.frame_ancestors[{i}]"),
+                    format!(
+                        "`{source}` is not a frame ancestor: write SCHEME://HOST[:PORT] \
+                         (no path), \"'self'\" or \"*\""
+                    ),
+                );
+            }
+        }
+    }
     c.max_in_flight = cx.at_least_one(
         raw.max_in_flight.as_ref(),
         "server.max_in_flight",
@@ -1218,6 +1236,23 @@ fn valid_clip_name(s: &str) -> bool {
 /// A stylesheet name: a plain file name ending in `.xsl`.
 fn valid_stylesheet(s: &str) -> bool {
     s.len() > 4 && s.ends_with(".xsl") && valid_id(s) && !s.starts_with('.')
+}
+
+/// A CSP `frame-ancestors` source semclip accepts: `'self'`, `*`, or an
+/// origin (`https://portal.example.org`, `https://*.example.org`), so that
+/// nothing written there can end the directive or add another.
+fn frame_ancestor(source: &str) -> bool {
+    if source == "'self'" || source == "*" {
+        return true;
+    }
+    let Some((scheme, host)) = source.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '*' | '[' | ']'))
 }
 
 fn valid_id(s: &str) -> bool {

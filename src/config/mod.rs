@@ -307,6 +307,9 @@ pub struct ServerConfig {
     pub xslt: PathBuf,
     /// Origins allowed by CORS (`*` for any); empty: no CORS headers.
     pub cors_origins: Vec<String>,
+    /// Who may frame HTML answers (CSP `frame-ancestors` sources: origins,
+    /// `'self'`, `*`); empty: nobody (`'none'`). Default `['self']`.
+    pub frame_ancestors: Vec<String>,
     /// Requests handled at once before shedding with 503.
     pub max_in_flight: usize,
     /// Longest time one request may take.
@@ -333,6 +336,7 @@ impl ServerConfig {
             public_url: None,
             xslt: base.join("xslt"),
             cors_origins: Vec::new(),
+            frame_ancestors: vec!["'self'".to_owned()],
             max_in_flight: 1024,
             request_timeout: Duration::from_secs(10),
             cache_control: None,
@@ -752,6 +756,11 @@ pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded,
     } else {
         Err(diags)
     }
+}
+
+/// The built-in daemon settings, as without a daemon file.
+pub fn daemon_defaults() -> DaemonConfig {
+    check::DaemonOutcome::defaults().config
 }
 
 /// Loads and validates the daemon file alone.

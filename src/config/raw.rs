@@ -496,6 +496,8 @@ pub(crate) struct RawServer {
     pub xslt: Option<Sp<String>>,
     /// Origins allowed to read clips and feeds from a browser (CORS), e.g. https://portal.example.org; "*" for any. Default: none.
     pub cors_origins: Option<Sp<Vec<Sp<String>>>>,
+    /// Who may frame the HTML clips and status pages (CSP frame-ancestors): origins such as https://portal.example.org, "'self'", or "*"; [] for nobody. Default: ["'self'"].
+    pub frame_ancestors: Option<Sp<Vec<Sp<String>>>>,
     /// Requests handled at once; more are refused with 503 at once (load shedding), at least 1. Default: 1024.
     pub max_in_flight: Option<Sp<usize>>,
     /// Longest time one request may take before a 503. Default: 10s.

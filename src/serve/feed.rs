@@ -57,22 +57,26 @@ pub fn kind_line(change: &Value) -> String {
     format!("{kind:<7} {}", line(change))
 }
 
+/// The labels a change event holds under `key` (`context`,
+/// `new_context`), joined as `Market / GAZP`.
+pub fn labels(change: &Value, key: &str) -> String {
+    change
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        })
+        .unwrap_or_default()
+}
+
 /// One change event in data terms: `Market / GAZP / Last: 251,30 -> 268,40 (+17.1)`.
 pub fn line(change: &Value) -> String {
     let s = |k: &str| change.get(k).and_then(Value::as_str);
-    let labels = |k: &str| {
-        change
-            .get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            })
-            .unwrap_or_default()
-    };
+    let labels = |k: &str| labels(change, k);
     let kind = s("kind").unwrap_or("change");
     if kind == "layout" {
         return format!("layout changed: {}", s("summary").unwrap_or(""));
@@ -181,7 +185,12 @@ fn entries_of(
             content.set_value(Some(html));
             entry.set_content(Some(content));
             let mut link = Link::default();
-            link.set_href(format!("{}/status/{watch}", server.base()));
+            // The change view shows the check's changes side by side.
+            link.set_href(format!(
+                "{}{}",
+                server.base(),
+                super::pages::change_href(&super::pages::seg(watch), first.id)
+            ));
             link.set_rel("alternate");
             entry.set_links(vec![link]);
             Some((at, entry))

@@ -26,6 +26,7 @@ pub mod render;
 pub mod view;
 
 mod api;
+mod explore;
 mod feed;
 mod openapi;
 mod routes;

@@ -27,7 +27,7 @@ const ERROR_PREVIEW_CHARS: usize = 200;
 const CLIP_FORMATS: [&str; 5] = ["xml", "json", "html", "rdf", "ttl"];
 
 /// What a dash in an empty cell is.
-const NONE: &str = "—";
+pub(super) const NONE: &str = "—";
 
 /// Characters percent-encoded in a URL path segment: all but the unreserved
 /// ones (RFC 3986 `ALPHA / DIGIT / "-" / "." / "_" / "~"`).
@@ -81,6 +81,21 @@ figcaption{font-size:.9rem;margin-top:.25rem}
 ol.changes{list-style:none;padding:0;margin:0}
 ol.changes li{padding:.35rem 0;border-bottom:1px solid var(--line);display:flex;gap:.75rem;align-items:baseline;flex-wrap:wrap}
 ol.changes .line{word-break:break-word}
+details.node{margin:.1rem 0}
+details.node>summary{cursor:pointer;padding:.1rem 0}
+ul.tree{list-style:none;margin:0;padding-left:1.1rem;border-left:1px dotted var(--line)}
+ul.tree.root{padding-left:0;border-left:0}
+.node-body{margin:.25rem 0 .5rem .25rem;padding:.4rem .6rem;border:1px solid var(--line);border-radius:6px;background:var(--head)}
+.kind{font:.8em ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:var(--muted)}
+.val{color:var(--muted)}
+.more{color:var(--warn);font-style:italic}
+pre.snippet{margin:.25rem 0;padding:.4rem .6rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);overflow-x:auto;font-size:.85rem}
+button.copy{font:inherit;font-size:.8rem;padding:.05rem .6rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg);cursor:pointer}
+table.sides td.changed{background:rgba(207,34,46,.15);font-weight:600}
+table.sides th.side{width:6rem}
+ol.changes li.change{display:block}
+li.change{border:1px solid var(--line);border-radius:6px;padding:.5rem .75rem;margin:.75rem 0;list-style:none}
+li.change.current{border-color:var(--link);box-shadow:0 0 0 1px var(--link)}
 @media (max-width:40rem){main{padding:.5rem .75rem 2rem}dl.summary{grid-template-columns:1fr}dl.summary dd{margin-bottom:.5rem}}
 "#;
 
@@ -150,6 +165,14 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
             dt { "Feed" } dd { a href=(feed) { "Atom feed of changes" } }
         }
 
+        section #hierarchy {
+            h2 { "Hierarchy" }
+            p {
+                a href={ "/status/" (id) "/tree" } { "Browse the page's hierarchy" }
+                ": every node with its XPath, ready clip and threshold YAML to copy."
+            }
+        }
+
         section #clips {
             h2 { "Clips" }
             p { "Whole page: " a href={ "/clips/" (id) } { "/clips/" (row.id) } }
@@ -195,7 +218,7 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
                 p.empty { "No changes recorded yet." }
             } @else {
                 ol.changes {
-                    @for c in &page.changes { (change_item(c, now)) }
+                    @for c in &page.changes { (change_item(&id, c, now)) }
                 }
             }
         }
@@ -205,7 +228,7 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
                 h2 { "Layout events" }
                 p.empty { "Something this watch depends on moved or vanished; not a data change." }
                 ol.changes {
-                    @for c in &page.layout { (change_item(c, now)) }
+                    @for c in &page.layout { (change_item(&id, c, now)) }
                 }
             }
         }
@@ -232,7 +255,7 @@ pub fn error(status: u16, title: &str, message: &str) -> String {
 // ---------------------------------------------------------------- parts
 
 /// The document around a page's body.
-fn layout(title: &str, refresh: bool, feed: Option<&str>, body: Markup) -> String {
+pub(super) fn layout(title: &str, refresh: bool, feed: Option<&str>, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -370,20 +393,26 @@ fn threshold_row(t: &ThresholdView, now: SystemTime) -> Markup {
     }
 }
 
-/// One item of a watch page's change list.
-fn change_item(c: &ChangeView, now: SystemTime) -> Markup {
+/// One item of a watch page's change list, linked to its change view.
+fn change_item(watch: &str, c: &ChangeView, now: SystemTime) -> Markup {
     html! {
         li {
             (time(Some(c.at), now))
             span class={ "badge kind-" (safe_id(&c.kind)) } { (c.kind) }
             span.line { (c.line) }
+            a.view href=(change_href(watch, c.id)) { "view" }
         }
     }
 }
 
+/// The change view of event `id` of a watch (`watch` already percent-encoded).
+pub(super) fn change_href(watch: &str, id: i64) -> String {
+    format!("/status/{watch}/changes/{id}")
+}
+
 /// A time as "12 s ago" in a `<time>` with the UTC time in `datetime` and
 /// `title`; `None` as a dash.
-fn time(t: Option<SystemTime>, now: SystemTime) -> Markup {
+pub(super) fn time(t: Option<SystemTime>, now: SystemTime) -> Markup {
     match t {
         None => html! { span.none { (NONE) } },
         Some(t) => match rfc3339(t) {
@@ -551,13 +580,13 @@ fn time_label(t: SystemTime, long: bool) -> String {
 // ---------------------------------------------------------------- helpers
 
 /// `1 watch`, `2 watches`.
-fn plural(n: usize, one: &str, many: &str) -> String {
+pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// An element id from a name: every character outside `[A-Za-z0-9_-]`
 /// becomes `-`.
-fn safe_id(name: &str) -> String {
+pub(super) fn safe_id(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -571,7 +600,7 @@ fn safe_id(name: &str) -> String {
 
 /// A string as one percent-encoded URL path segment (`.` and `..` too, so
 /// they stay segments).
-fn seg(s: &str) -> String {
+pub(super) fn seg(s: &str) -> String {
     if s == "." || s == ".." {
         return s.replace('.', "%2E");
     }
@@ -579,7 +608,7 @@ fn seg(s: &str) -> String {
 }
 
 /// At most `max` characters of `s`, with `…` when cut.
-fn truncate(s: &str, max: usize) -> Cow<'_, str> {
+pub(super) fn truncate(s: &str, max: usize) -> Cow<'_, str> {
     match s.char_indices().nth(max) {
         None => Cow::Borrowed(s),
         Some((end, _)) => Cow::Owned(format!("{}…", s[..end].trim_end())),
@@ -651,7 +680,7 @@ fn utc(t: SystemTime) -> Option<DateTime<Utc>> {
 }
 
 /// A time as RFC 3339 UTC with seconds precision (`2024-05-01T12:00:00Z`).
-fn rfc3339(t: SystemTime) -> Option<String> {
+pub(super) fn rfc3339(t: SystemTime) -> Option<String> {
     utc(t).map(|d| d.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
 
@@ -752,17 +781,20 @@ mod tests {
             ],
             changes: vec![
                 ChangeView {
+                    id: 1,
                     at: ago(30),
                     kind: "update".to_owned(),
                     line: "price 299 → 301.5".to_owned(),
                 },
                 ChangeView {
+                    id: 2,
                     at: ago(3_600),
                     kind: "insert".to_owned(),
                     line: "row Widget".to_owned(),
                 },
             ],
             layout: vec![ChangeView {
+                id: 3,
                 at: ago(7_200),
                 kind: "layout".to_owned(),
                 line: "layout changed: clips selecting nothing now: prices".to_owned(),
@@ -953,6 +985,7 @@ mod tests {
                 error: Some(h.clone()),
             }],
             changes: vec![ChangeView {
+                id: 4,
                 at: ago(1),
                 kind: h.clone(),
                 line: h.clone(),

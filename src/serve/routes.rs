@@ -24,7 +24,7 @@ use tower::ServiceBuilder;
 use super::auth::{Need, Verdict};
 use super::clip::{self, ClipData, ClipKey};
 use super::render::{self, RenderError};
-use super::{MAX_BODY, Server, api, feed, status};
+use super::{MAX_BODY, Server, api, explore, feed, status};
 use crate::config::DaemonConfig;
 
 /// How an error is shown: plain text (clips, feeds), JSON (API) or HTML
@@ -82,7 +82,8 @@ impl Error {
             Verdict::Allowed => None,
             Verdict::Unauthorized => Some(Error::new(
                 StatusCode::UNAUTHORIZED,
-                "a token is needed: send Authorization: Bearer TOKEN",
+                "a token is needed: send Authorization: Bearer TOKEN, or sign in with \
+                 any user name and the token as the password",
                 form,
             )),
             Verdict::Forbidden => Some(Error::new(
@@ -115,9 +116,18 @@ impl IntoResponse for Error {
                 .into_response(),
         };
         if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
+            // One header line per scheme, Basic first: a browser reads only
+            // the first challenge of a line (Chromium, at least), and only
+            // Basic makes it ask for a user name and password. Programs
+            // that send `Bearer` need no challenge to do so.
+            let headers = response.headers_mut();
+            headers.append(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"semclip\", Basic realm=\"semclip\""),
+                HeaderValue::from_static("Basic realm=\"semclip\", charset=\"UTF-8\""),
+            );
+            headers.append(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"semclip\""),
             );
         }
         response
@@ -145,6 +155,10 @@ pub fn app(server: Arc<Server>) -> Router {
         .route("/feeds/{watch}/{file}", get(feed::clip_feed))
         .route("/status", get(status::overview))
         .route("/status/{watch}", get(status::watch))
+        .route("/status/{watch}/tree", get(explore::tree))
+        .route("/status/{watch}/changes/{event}", get(explore::change))
+        .route("/status.js", get(explore::script))
+        .route("/embed.js", get(explore::embed))
         .route("/api/openapi.json", get(api::openapi_doc))
         .route("/api/watches", get(api::watches))
         .route("/api/watches/{watch}", get(api::watch))
@@ -179,6 +193,7 @@ async fn readyz(State(server): State<Arc<Server>>) -> Response {
 pub fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
     let cfg = &daemon.server;
     let cors = cors(&cfg.cors_origins);
+    let csp = content_security_policy(&cfg.frame_ancestors);
     router
         .layer(cors)
         .layer(tower_http::compression::CompressionLayer::new())
@@ -196,7 +211,42 @@ pub fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
         ))
+        // HTML (status pages, HTML clips) runs no script but the server's
+        // own, loads nothing from elsewhere, and is framed only where the
+        // daemon file allows (`server.frame_ancestors`).
+        .layer(
+            tower_http::set_header::SetResponseHeaderLayer::if_not_present(
+                header::CONTENT_SECURITY_POLICY,
+                move |response: &Response| is_html(response).then(|| csp.clone()),
+            ),
+        )
         .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+/// The `Content-Security-Policy` of HTML answers, framed by `ancestors`.
+fn content_security_policy(ancestors: &[String]) -> HeaderValue {
+    let ancestors = if ancestors.is_empty() {
+        "'none'".to_owned()
+    } else {
+        ancestors.join(" ")
+    };
+    let policy = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors {ancestors}"
+    );
+    // The configuration checks each origin; a value that still cannot be
+    // a header falls back to the strictest policy rather than none.
+    HeaderValue::from_str(&policy)
+        .unwrap_or_else(|_| HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"))
+}
+
+fn is_html(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
 }
 
 async fn overloaded(error: tower::BoxError) -> Response {
@@ -643,6 +693,7 @@ fn not_modified(headers: &HeaderMap, tag: &str, last_modified: SystemTime) -> bo
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
 
@@ -663,6 +714,32 @@ mod tests {
             Format::from_accept(Some("application/json;q=0, text/html")),
             Format::Html
         );
+    }
+
+    #[test]
+    fn a_401_challenges_basic_first_one_scheme_per_line() {
+        for form in [Form::Text, Form::Json, Form::Html] {
+            let response = Error::access(Verdict::Unauthorized, form)
+                .map(IntoResponse::into_response)
+                .expect("refused");
+            let challenges: Vec<&str> = response
+                .headers()
+                .get_all(header::WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            assert_eq!(
+                challenges,
+                [
+                    "Basic realm=\"semclip\", charset=\"UTF-8\"",
+                    "Bearer realm=\"semclip\""
+                ]
+            );
+        }
+        let forbidden = Error::access(Verdict::Forbidden, Form::Text)
+            .map(IntoResponse::into_response)
+            .expect("refused");
+        assert!(forbidden.headers().get(header::WWW_AUTHENTICATE).is_none());
     }
 
     #[test]

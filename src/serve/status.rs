@@ -24,7 +24,8 @@ const CHANGES: usize = 30;
 /// Values per chart.
 const VALUES: usize = 200;
 
-fn html(body: String) -> Response {
+/// A status page's answer: HTML, revalidated on every view.
+pub(super) fn html(body: String) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -122,6 +123,7 @@ pub async fn watch(
     let (layout, changes): (Vec<ChangeView>, Vec<ChangeView>) = events
         .into_iter()
         .map(|e| ChangeView {
+            id: e.id,
             at: e.at,
             line: super::feed::line(&e.change),
             kind: e.kind,

@@ -63,6 +63,8 @@ pub struct ClipView {
 /// One semantic change on a watch page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeView {
+    /// The stored event's id (its change view is `/status/{watch}/changes/{id}`).
+    pub id: i64,
     /// When it was found.
     pub at: SystemTime,
     /// `update`, `insert`, `delete`, `move`, `first`, ...

@@ -299,3 +299,48 @@ fn debug_logging_does_not_dump_the_page() {
         }
     }
 }
+
+#[test]
+fn init_writes_a_starter_watch_that_validate_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("quotes.html");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("site/quotes.html"),
+        &page,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("watches")).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_semclip"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // A path, to stdout.
+    let args = ["init", "quotes.html"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("url: \"file://"), "{text}");
+    assert!(text.contains("  shares:\n    xpath: \""), "{text}");
+    assert!(text.contains("# thresholds:"), "{text}");
+    assert!(text.contains("/@num\""), "{text}");
+
+    // A file:// URL, to a file, which validates as written.
+    let url = url::Url::from_file_path(&page).unwrap().to_string();
+    let args = ["init", url.as_str(), "-o", "watches/quotes.yaml"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    let args = ["validate"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok: 1 watch"));
+    // Never over a file someone wrote.
+    let args = ["init", "quotes.html", "-o", "watches/quotes.yaml"];
+    assert_eq!(run(&args).status.code(), Some(2));
+    // Outside the fence's file roots: refused, as a watch of it would be.
+    let args = ["init", "/etc/hostname"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+}

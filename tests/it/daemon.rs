@@ -829,3 +829,133 @@ fn a_redirect_to_another_local_port_is_refused_and_the_other_watches_go_on() {
     );
     assert_eq!(internal.seen("/quotes.html").len(), 1);
 }
+
+/// A watch of the fixture site's quotes that runs once an hour: after its
+/// first check, nothing is in flight.
+fn idle_watch(site: &Site) -> (&'static str, String) {
+    (
+        "idle",
+        format!(
+            "url: {}\nschedule: {{every: 1h}}\n",
+            site.url("/quotes.html")
+        ),
+    )
+}
+
+#[test]
+fn an_idle_daemon_stops_at_once_on_sigterm_and_its_log_file_has_no_colour_codes() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (port, demo) = (crate::harness::free_port(), crate::harness::free_port());
+    // The server and the demo site too: their tasks are what made an idle
+    // stop wait out the five-second drain.
+    setup(
+        dir,
+        &format!(
+            "listen: 127.0.0.1:{port}\nserver:\n  xslt: {}/xslt\ndemo:\n  listen: 127.0.0.1:{demo}\n",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        &[idle_watch(&site)],
+    );
+    let daemon = Daemon::start(dir);
+    daemon.wait_log("idle: first snapshot stored", Duration::from_secs(20));
+    let log = daemon.log();
+    let stopping = Instant::now();
+    let status = daemon.stop();
+    let took = stopping.elapsed();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        took < Duration::from_secs(3),
+        "an idle daemon took {took:?} to stop"
+    );
+    // stderr is a file here: plain text, no ANSI escape sequences.
+    assert!(log.contains("INFO"), "{log}");
+    assert!(
+        !log.contains("\x1b["),
+        "colour codes in a log file:\n{log:?}"
+    );
+}
+
+#[test]
+fn the_log_is_json_lines_when_asked() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(dir, "", &[idle_watch(&site)]);
+    let daemon = Daemon::start_with_env(dir, &[("SEMCLIP_LOG_FORMAT", "json")]);
+    daemon.wait_log("first snapshot stored", Duration::from_secs(20));
+    let log = daemon.log();
+    let status = daemon.stop();
+    assert_eq!(status.code(), Some(0));
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["level"] == "INFO" && l["fields"]["message"] == "ready"),
+        "{log}"
+    );
+    assert!(!log.contains("\x1b["));
+
+    // The option says the same as the variable, for any command.
+    let args = [
+        "validate",
+        "--log-format",
+        "json",
+        "--config",
+        "/nonexistent.yaml",
+    ];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+}
+
+#[test]
+fn check_serves_the_demo_site_for_the_bundled_watches() {
+    // The bundled example (semclip.yaml, watches/), moved to free ports.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let demo = crate::harness::free_port();
+    let port = |text: String| {
+        text.replace("127.0.0.1:8787", &format!("127.0.0.1:{demo}"))
+            .replace(
+                "127.0.0.1:8080",
+                &format!("127.0.0.1:{}", crate::harness::free_port()),
+            )
+    };
+    std::fs::write(
+        dir.join("semclip.yaml"),
+        port(std::fs::read_to_string(root.join("semclip.yaml")).unwrap()),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("watches")).unwrap();
+    for entry in std::fs::read_dir(root.join("watches")).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        std::fs::write(dir.join("watches").join(entry.file_name()), port(text)).unwrap();
+    }
+    std::fs::create_dir_all(dir.join("xslt")).unwrap();
+    for name in ["html.xsl", "rdf.xsl"] {
+        std::fs::copy(root.join("xslt").join(name), dir.join("xslt").join(name)).unwrap();
+    }
+    let config = dir.join("semclip.yaml").display().to_string();
+    let args = ["check", "--config", config.as_str()];
+    let out = semclip(&args, None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        describe(&args, &out)
+    );
+    for watch in ["demo-quotes", "demo-news"] {
+        assert!(
+            stdout.contains(&format!("{watch}: first snapshot stored")),
+            "{}",
+            describe(&args, &out)
+        );
+    }
+    // The site is gone with the command.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", demo)).is_err());
+}

@@ -327,11 +327,16 @@ fn tokens_decide_who_reads_and_who_checks_and_public_clips_need_none() {
     assert_eq!(public.header("cache-control").as_deref(), Some("no-cache"));
     let denied = c.get("/clips/quotes/shares", &[]);
     assert_eq!(denied.status, 401);
+    let challenges: Vec<&str> = denied
+        .headers
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(challenges[0].starts_with("Basic "), "{challenges:?}");
     assert!(
-        denied
-            .header("www-authenticate")
-            .unwrap()
-            .contains("Bearer")
+        challenges.iter().any(|c| c.starts_with("Bearer ")),
+        "{challenges:?}"
     );
     let private = c.get("/clips/quotes/shares", &read);
     assert_eq!(private.status, 200);
@@ -687,6 +692,92 @@ fn the_status_pages_render_in_headless_chromium() {
     drop(daemon);
 }
 
+/// The header lines of a raw `GET path` answer, as sent (names lowercased).
+fn raw_header_lines(port: u16, path: &str) -> Vec<(String, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_browser_signs_in_to_the_status_pages_with_basic() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("read.token"), "reader-token\n").unwrap();
+    let port = free_port();
+    server_setup(
+        dir.path(),
+        port,
+        "tokens:\n  portal: {secret: {file: read.token}, scopes: [read]}\n",
+        &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+    c.wait_for(
+        "/clips/quotes/gazp",
+        &[("authorization", "Bearer reader-token")],
+        |g| g.body.contains("251,30"),
+    );
+
+    // One challenge per header line, Basic first: Chromium reads only the
+    // first scheme of a line, and only Basic makes it sign in.
+    let challenges: Vec<String> = raw_header_lines(port, "/status")
+        .into_iter()
+        .filter(|(k, _)| k == "www-authenticate")
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(
+        challenges,
+        [
+            "Basic realm=\"semclip\", charset=\"UTF-8\"",
+            "Bearer realm=\"semclip\""
+        ]
+    );
+
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED (browser part): no Chromium at /usr/bin/chromium");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    // Credentials in the URL are what a browser sends after its sign-in
+    // dialog: any user name, the token as the password.
+    let page = run_chromium(
+        bin,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("http://me:reader-token@127.0.0.1:{port}/status/quotes"),
+    );
+    assert!(page.contains("id=\"clip-gazp\""), "{page}");
+    assert!(page.contains("251,30"), "{page}");
+    // Without them (and a fresh profile) no status page: headless Chromium
+    // has no sign-in dialog to show and dumps nothing.
+    let fresh = tempfile::tempdir().unwrap();
+    let refused = run_chromium(
+        bin,
+        fresh.path(),
+        &["--dump-dom"],
+        &format!("http://127.0.0.1:{port}/status/quotes"),
+    );
+    assert!(!refused.contains("id=\"clip-gazp\""), "{refused}");
+    drop(daemon);
+}
+
 /// Payloads a hostile page may hold, in text, attributes and links.
 const XSS: &[&str] = &[
     "<script>alert(1)</script>",
@@ -940,4 +1031,350 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// The text of the first `<pre class="...{class}...">` after `from` in a
+/// dumped DOM, unescaped.
+fn pre_after(dom: &str, from: &str, class: &str) -> String {
+    let at = dom
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from} in the page: {dom}"));
+    let rest = &dom[at..];
+    let open = rest
+        .find(&format!("class=\"snippet {class}\""))
+        .unwrap_or_else(|| panic!("no {class} after {from}"));
+    let rest = &rest[open..];
+    let start = rest.find('>').unwrap() + 1;
+    let end = rest.find("</pre>").unwrap();
+    rest[start..end]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// Runs `semclip validate` on a daemon-less directory holding `watch` as
+/// its only watch file; gives the output.
+fn validate_watch(watch: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("watches")).unwrap();
+    std::fs::write(dir.path().join("watches/picked.yaml"), watch).unwrap();
+    let watches = dir.path().join("watches").display().to_string();
+    crate::util::semclip(&["validate", "--watches", watches.as_str()], None)
+}
+
+#[test]
+fn the_hierarchy_tree_and_the_change_view_render_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
+        return;
+    };
+    let (site, _dir, daemon, c) = quotes_server();
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+    site.set_price("268,40");
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("268,40"));
+
+    // The status page links the tree and each change's view.
+    let status = c.get("/status/quotes", &[]);
+    assert!(status.body.contains("href=\"/status/quotes/tree\""));
+    let change = status
+        .body
+        .split("href=\"/status/quotes/changes/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no change link: {}", status.body))
+        .to_owned();
+    let csp = status.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    // The feed's entries link the change views too.
+    let feed = c.get("/feeds/quotes.atom", &[]);
+    assert!(
+        feed.body
+            .contains(&format!("/status/quotes/changes/{change}\"")),
+        "{}",
+        feed.body
+    );
+
+    let profile = tempfile::tempdir().unwrap();
+    let tree = run_chromium(
+        bin,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/status/quotes/tree", c.base),
+    );
+    let row = "data-xpath=\"/page/section[@label='Итоги торгов']/section[@label='Акции']/table[@label='Shares']/row[@key='GAZP']\"";
+    let row = if tree.contains(row) {
+        row.to_owned()
+    } else {
+        // Whatever the GAZP row's id is, it ends with its key.
+        let at = tree
+            .find("row[@key='GAZP']\"")
+            .unwrap_or_else(|| panic!("no GAZP row in the tree: {tree}"));
+        let start = tree[..at].rfind("data-xpath=\"").unwrap();
+        tree[start..at + "row[@key='GAZP']\"".len()].to_owned()
+    };
+    // The row's clip snippet, pasted into a watch file, validates.
+    let clip = pre_after(&tree, &row, "clip-snippet");
+    assert!(clip.starts_with("clips:\n  gazp:\n    xpath: \""), "{clip}");
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1m}}\n{clip}",
+        site.url("/quotes.html")
+    );
+    let out = validate_watch(&watch);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{watch}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A numeric cell of the row gives a threshold that validates too, and
+    // reads the value on the page.
+    let threshold = pre_after(&tree, &row, "threshold-snippet");
+    assert!(threshold.contains("/@num\""), "{threshold}");
+    assert!(threshold.contains("above: 268.4"), "{threshold}");
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1m}}\n{threshold}",
+        site.url("/quotes.html")
+    );
+    let out = validate_watch(&watch);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{watch}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let view = run_chromium(
+        bin,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/status/quotes/changes/{change}", c.base),
+    );
+    assert!(view.contains("class=\"changed\">251,30</td>"), "{view}");
+    assert!(view.contains("class=\"changed\">268,40</td>"), "{view}");
+    assert!(view.contains(&format!("id=\"change-{change}\"")), "{view}");
+    assert_eq!(
+        c.get("/status/quotes/changes/999999", &[]).status,
+        404,
+        "an unknown change"
+    );
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for (name, path) in [
+        ("status-tree.png", "/status/quotes/tree".to_owned()),
+        (
+            "status-change.png",
+            format!("/status/quotes/changes/{change}"),
+        ),
+    ] {
+        let file = shots.join(name);
+        let _ = std::fs::remove_file(&file);
+        run_chromium(
+            bin,
+            profile.path(),
+            &[
+                &format!("--screenshot={}", file.display()),
+                "--window-size=1280,1400",
+            ],
+            &format!("{}{path}", c.base),
+        );
+        let png = std::fs::read(&file).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
+    }
+    drop(daemon);
+}
+
+/// `semclip_clip_requests_total` for `format` and `status`, from `/metrics`.
+fn clip_requests(c: &Client, format: &str, status: u16) -> u64 {
+    let metrics = c.get("/metrics", &[]).body;
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("semclip_clip_requests_total{"))
+        .filter(|l| {
+            l.contains(&format!("format=\"{format}\""))
+                && l.contains(&format!("status=\"{status}\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A portal site on its own origin, on `port` (a plain thread, no
+/// runtime): `/` answers `page`; `/changed` calls `changed` and answers
+/// when it returns. Gives the port.
+fn portal_on(port: u16, page: String, changed: impl Fn() + Send + 'static) -> u16 {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            let _ = reader.read_line(&mut request);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let path = request.split(' ').nth(1).unwrap_or("/");
+            let (kind, body) = if path == "/changed" {
+                changed();
+                ("text/plain", String::from("ok"))
+            } else {
+                ("text/html; charset=utf-8", page.clone())
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn the_embed_element_shows_a_clip_on_another_origin_and_revalidates_with_its_etag() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
+        return;
+    };
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // The portal's port is known before its page is: its origin goes into
+    // the server's CORS and frame-ancestors lists.
+    let portal_port = free_port();
+    let origin = format!("http://127.0.0.1:{portal_port}");
+    server_setup(
+        dir.path(),
+        port,
+        &format!("  cors_origins: [\"{origin}\"]\n  frame_ancestors: [\"'self'\", \"{origin}\"]\n"),
+        &[("quotes", clip_watch(&site.url("/quotes.html"), true))],
+    );
+    let daemon = Daemon::start(dir.path());
+    let c = Client::new(port);
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+
+    // Framing is governed by the CSP, not X-Frame-Options.
+    let framed = c.get("/clips/quotes/gazp?format=html", &[]);
+    let csp = framed.header("content-security-policy").unwrap();
+    assert!(
+        csp.ends_with(&format!("frame-ancestors 'self' {origin}")),
+        "{csp}"
+    );
+    assert_eq!(framed.header("x-frame-options"), None);
+    let js = c.get("/embed.js", &[]);
+    assert_eq!(js.status, 200);
+    assert!(js.body.contains("customElements.define(\"semclip-clip\""));
+
+    let base = &c.base;
+    let page = format!(
+        "<!doctype html><html><head><meta charset=utf-8><title>Portal</title>\
+         <script src=\"{base}/embed.js\"></script></head><body><h1>Portal</h1>\
+         <semclip-clip id=clip src=\"{base}/clips/quotes/gazp\" interval=\"1\">loading</semclip-clip>\
+         <iframe src=\"{base}/clips/quotes/gazp?format=html\" width=600 height=120></iframe>\
+         <ol id=log></ol><script>\
+         var el = document.getElementById('clip'), n = 0;\
+         function log(cls, text) {{ var li = document.createElement('li'); li.className = cls;\
+           li.textContent = text; document.getElementById('log').appendChild(li); }}\
+         el.addEventListener('semclip-update', function () {{ n += 1;\
+           log('update', el.shadowRoot.innerHTML); if (n === 1) fetch('/changed'); }});\
+         el.addEventListener('semclip-error', function (e) {{ log('error', e.detail.error); }});\
+         </script></body></html>"
+    );
+    // `/changed` (asked once the clip shows) changes the data and answers
+    // when semclip serves the new clip: the browser's virtual time stands
+    // still while it waits.
+    let (asked, changed) = std::sync::mpsc::channel::<()>();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let finished = std::sync::Mutex::new(finished);
+    let first = std::sync::atomic::AtomicBool::new(true);
+    let bound = portal_on(portal_port, page, move || {
+        // Only the first page load waits for the change (not the screenshot's).
+        if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let _ = asked.send(());
+            let _ = finished
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(30));
+        }
+    });
+    assert_eq!(bound, portal_port);
+    let before_304 = clip_requests(&c, "html", 304);
+
+    let profile = tempfile::tempdir().unwrap();
+    let profile_path = profile.path().to_owned();
+    let url = format!("{origin}/");
+    let browser = std::thread::spawn(move || {
+        run_chromium(
+            bin,
+            &profile_path,
+            &["--dump-dom", "--virtual-time-budget=8000"],
+            &url,
+        )
+    });
+    changed
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the element never showed the clip");
+    site.set_price("268,40");
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("268,40"));
+    done.send(()).unwrap();
+    let dom = browser.join().unwrap();
+
+    let updates: Vec<&str> = dom.split("<li class=\"update\">").skip(1).collect();
+    assert!(!dom.contains("class=\"error\""), "{dom}");
+    assert_eq!(updates.len(), 2, "{dom}");
+    assert!(
+        updates[0].contains("251,30") && updates[0].contains("&lt;table"),
+        "{dom}"
+    );
+    assert!(
+        updates[1].contains("268,40") && !updates[1].contains("251,30"),
+        "{dom}"
+    );
+    // Between and after the changes, the element's polls were 304s.
+    let answered_304 = clip_requests(&c, "html", 304) - before_304;
+    assert!(answered_304 >= 2, "only {answered_304} 304s: {dom}");
+
+    // The server-side include: the README's portal stylesheet over the
+    // XML fragment (libxslt here, as xsltproc would).
+    let stylesheet = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/portal/clip-table.xsl");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for line in std::fs::read_to_string(&stylesheet).unwrap().lines() {
+        assert!(
+            readme.contains(line.trim()),
+            "the README's copy lacks {line:?}"
+        );
+    }
+    let fragment = c.get("/clips/quotes/gazp?format=xml&fragment=1", &[]);
+    assert!(fragment.body.starts_with("<clip "), "{}", fragment.body);
+    let xslt = tempfile::tempdir().unwrap();
+    std::fs::copy(&stylesheet, xslt.path().join("clip-table.xsl")).unwrap();
+    let renderer = semclip::serve::render::Renderer::start(xslt.path().to_owned());
+    let table =
+        c.rt.block_on(renderer.html("clip-table.xsl", fragment.body, Vec::new()))
+            .unwrap();
+    assert!(table.contains("GAZP</th>"), "{table}");
+    assert!(table.contains(">268,40</td>"), "{table}");
+
+    // A screenshot of the portal: the element and the framed clip.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("portal-embed.png");
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        bin,
+        profile.path(),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1000,700",
+            "--virtual-time-budget=3000",
+        ],
+        &format!("{origin}/"),
+    );
+    assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
+    drop(daemon);
 }

@@ -1,0 +1,641 @@
+//! Finding what to watch, in the browser: a watch's current hierarchy as a
+//! collapsible tree (`/status/{watch}/tree`) and the change view of one
+//! stored change event (`/status/{watch}/changes/{id}`); and the two
+//! scripts the server serves: the tree's copy buttons (`/status.js`) and
+//! the portals' `<semclip-clip>` element (`/embed.js`).
+//!
+//! Takes the current snapshot (through the clip cache) or the snapshots a
+//! change lies between; gives server-rendered HTML pages in the status
+//! pages' style.
+//!
+//! # Guarantees
+//!
+//! - **Bounded.** The tree shows at most [`MAX_TREE_NODES`] nodes (in
+//!   document order); where nodes are left out, an "N more" note says how
+//!   many. The rendered tree is kept with the snapshot's clip data, so it
+//!   is built once per snapshot, not per view.
+//! - **Works without JavaScript.** Every snippet is visible text in a
+//!   `<pre>`; the copy buttons are a convenience from `/status.js`, a
+//!   served script (the pages' `Content-Security-Policy` allows scripts
+//!   from the server itself only, no inline script).
+//! - Everything from a page is escaped (maud); nothing is inserted raw.
+//!
+//! # Decisions
+//!
+//! - The tree has a page of its own rather than a section of the watch's
+//!   status page: the status page reloads itself every 30 s, which would
+//!   fold the tree up under the reader's hands.
+//! - A change view shows every change of the same check (the changes
+//!   stored with one snapshot), the one asked for marked: an update of one
+//!   cell makes sense next to its row, and a check's changes together.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::Server;
+use super::auth::Need;
+use super::clip::ClipKey;
+use super::pages::{self, NONE, layout, plural, seg, time, truncate};
+use super::routes::{Error, Form, clip_data, require};
+use crate::hierarchy::{HNode, Hierarchy, Kind};
+use crate::starter;
+
+/// Nodes shown in a tree, at most.
+pub const MAX_TREE_NODES: usize = 1500;
+
+/// Levels of the tree open when the page loads.
+const OPEN_DEPTH: usize = 1;
+
+/// Characters of a node's text shown in its summary line.
+const SUMMARY_CHARS: usize = 80;
+
+/// Change events read to find one and the others of its check.
+const EVENTS: usize = 2000;
+
+/// The cache key of a snapshot's rendered tree among its clip data's renders.
+const TREE_VARIANT: &str = "status-tree";
+
+/// The copy buttons' script, served at `/status.js`: copies the text of
+/// the `<pre>` a button names, with the Clipboard API, or (plain-HTTP
+/// intranet pages are not a secure context) by selecting it and `copy`.
+pub const SCRIPT: &str = r#"document.addEventListener("click", function (e) {
+  var b = e.target.closest("button[data-copy]");
+  if (!b) return;
+  var pre = document.getElementById(b.getAttribute("data-copy"));
+  if (!pre) return;
+  var text = pre.textContent;
+  var done = function () { b.textContent = "Copied"; setTimeout(function () { b.textContent = b.getAttribute("data-label"); }, 1500); };
+  var fallback = function () {
+    var r = document.createRange(); r.selectNodeContents(pre);
+    var s = window.getSelection(); s.removeAllRanges(); s.addRange(r);
+    try { if (document.execCommand("copy")) done(); } catch (_) {}
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, fallback);
+  } else {
+    fallback();
+  }
+});
+"#;
+
+/// `GET /status.js`.
+pub async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+/// The `<semclip-clip>` custom element, served at `/embed.js`: a portal
+/// page's live clip (see README, "Portals").
+pub const EMBED: &str = include_str!("assets/embed.js");
+
+/// `GET /embed.js`: public, like the public clips it shows.
+pub async fn embed() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        EMBED,
+    )
+        .into_response()
+}
+
+// ---------------------------------------------------------------- tree
+
+/// `GET /status/{watch}/tree`.
+pub async fn tree(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Html)?;
+    let key = ClipKey {
+        watch: id.clone(),
+        clip: None,
+    };
+    let data = clip_data(&server, &key, Form::Html).await?;
+    if let Some(body) = data.render(TREE_VARIANT) {
+        return Ok(super::status::html(body.to_string()));
+    }
+    let xml = data.xml.clone();
+    let title = server
+        .watches()
+        .get(&id)
+        .and_then(|w| w.title.clone())
+        .unwrap_or_else(|| id.clone());
+    let taken = data.last_modified;
+    let watch = id.clone();
+    let body = tokio::task::spawn_blocking(move || {
+        crate::document::read(&xml).map(|h| tree_page(&watch, &title, &h, taken))
+    })
+    .await
+    .map_err(|e| Error::internal(&e, Form::Html))?
+    .map_err(|e| Error::internal(&e, Form::Html))?;
+    let body: Arc<str> = body.into();
+    data.keep(TREE_VARIANT.to_owned(), Arc::clone(&body));
+    Ok(super::status::html(body.to_string()))
+}
+
+/// What the tree has shown so far.
+struct TreeState {
+    shown: usize,
+}
+
+/// The tree page of a watch's hierarchy `page`, taken at `taken`.
+pub fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) -> String {
+    let id = seg(watch);
+    let total = page.size() - 1;
+    let mut state = TreeState { shown: 0 };
+    let tree = children(&mut state, &page.children, None, 0);
+    let body = html! {
+        nav.crumbs {
+            a href="/status" { "semclip status" } " / "
+            a href={ "/status/" (id) } { (watch) } " / hierarchy"
+        }
+        h1 { "Hierarchy of " (title) }
+        p.muted {
+            (page.title.as_deref().unwrap_or(NONE)) " · "
+            (plural(total, "node", "nodes")) " · data as of "
+            (pages::rfc3339(taken).unwrap_or_default()) " UTC"
+            @if total > state.shown {
+                " · showing the first " (state.shown) " of " (total)
+                " (the rest are counted where they start)"
+            }
+        }
+        p {
+            "Open a node for its XPath id and a clip to paste into "
+            code { "watches/" (watch) ".yaml" }
+            "; a node with a number also gives a threshold. "
+            "Check the file with " code { "semclip validate" } "."
+        }
+        div #tree { (tree) }
+        script src="/status.js" {}
+    };
+    layout(
+        &format!("Hierarchy of {title} — semclip"),
+        false,
+        None,
+        body,
+    )
+}
+
+/// A list of sibling nodes, within the budget; the rest as "N more".
+fn children(
+    state: &mut TreeState,
+    nodes: &[HNode],
+    parent: Option<&HNode>,
+    depth: usize,
+) -> Markup {
+    let mut items = Vec::new();
+    let mut hidden = 0;
+    for n in nodes {
+        if state.shown >= MAX_TREE_NODES {
+            hidden += n.size();
+        } else {
+            items.push(node(state, n, parent, depth));
+        }
+    }
+    html! {
+        ul.tree.root[depth == 0] {
+            @for item in items { (item) }
+            @if hidden > 0 {
+                li.more { (plural(hidden, "more node", "more nodes")) " not shown" }
+            }
+        }
+    }
+}
+
+/// One node: its summary line, its id and snippets, its children.
+fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) -> Markup {
+    state.shown += 1;
+    let k = state.shown;
+    let name = starter::node_name(n, parent);
+    let clip = starter::clip_snippet(&name, &n.xpath);
+    let threshold = n
+        .num
+        .as_deref()
+        .map(|num| starter::threshold_snippet(&name, &n.xpath, num));
+    let ident = n.ident().map(|(_, v)| v);
+    let kids = (!n.children.is_empty()).then(|| children(state, &n.children, Some(n), depth + 1));
+    html! {
+        li data-xpath=(n.xpath) {
+            details.node open[depth < OPEN_DEPTH] {
+                summary {
+                    span.kind { (n.kind.name()) } " "
+                    @if let Some(i) = ident { strong { (truncate(i, SUMMARY_CHARS)) } " " }
+                    @if let Some(t) = &n.text { span.val { (truncate(t, SUMMARY_CHARS)) } }
+                    @if let Some(num) = &n.num { " " span.kind { "num " (num) } }
+                    @if !n.children.is_empty() {
+                        " " span.kind { "(" (plural(n.size() - 1, "node", "nodes")) ")" }
+                    }
+                }
+                div.node-body {
+                    div { "XPath " code.xpath { (n.xpath) } }
+                    div {
+                        button.copy type="button" data-copy={ "clip-" (k) } data-label="Copy clip YAML" {
+                            "Copy clip YAML"
+                        }
+                        pre.snippet.clip-snippet id={ "clip-" (k) } { (clip) }
+                    }
+                    @if let Some(t) = threshold {
+                        div {
+                            button.copy type="button" data-copy={ "threshold-" (k) }
+                                data-label="Copy threshold YAML" { "Copy threshold YAML" }
+                            pre.snippet.threshold-snippet id={ "threshold-" (k) } { (t) }
+                        }
+                    }
+                }
+                @if let Some(kids) = kids { (kids) }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- changes
+
+/// A table row on both sides of a change, in data terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowSides {
+    /// The row's key.
+    pub key: Option<String>,
+    /// The columns of either side, the new row's order first.
+    pub cols: Vec<String>,
+    /// The old row's cells by column (`None`: the row did not exist).
+    pub old: Option<Vec<Option<String>>>,
+    /// The new row's cells by column.
+    pub new: Option<Vec<Option<String>>>,
+}
+
+/// One change of a check, for the change view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeDetail {
+    /// The event id.
+    pub id: i64,
+    /// `update`, `insert`, `delete`, `move`, `layout`, ...
+    pub kind: String,
+    /// The change in data terms, one line.
+    pub line: String,
+    /// The labels from the root down to the changed node.
+    pub context: String,
+    /// The old value (text), when there was one.
+    pub old: Option<String>,
+    /// The new value.
+    pub new: Option<String>,
+    /// The node's id in the old and the new snapshot.
+    pub xpaths: (Option<String>, Option<String>),
+    /// The table row around the change, when it is in a table.
+    pub row: Option<RowSides>,
+}
+
+/// `GET /status/{watch}/changes/{id}`.
+pub async fn change(
+    State(server): State<Arc<Server>>,
+    Path((watch, event)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Html)?;
+    let not_found = || {
+        Error::not_found(
+            format!("watch `{watch}` has no change `{event}`"),
+            Form::Html,
+        )
+    };
+    let Ok(wanted) = event.parse::<i64>() else {
+        return Err(not_found());
+    };
+    let w = watch.clone();
+    let found = server
+        .stores
+        .run(move |s| {
+            let events = s.changes(&w, None, EVENTS)?;
+            let Some(target) = events.iter().find(|e| e.id == wanted).cloned() else {
+                return Ok(None);
+            };
+            // The others of the same check: same snapshot, not layout.
+            let group: Vec<_> = events
+                .into_iter()
+                .filter(|e| {
+                    e.id == wanted
+                        || (target.snapshot_id.is_some()
+                            && e.snapshot_id == target.snapshot_id
+                            && e.kind != "layout"
+                            && target.kind != "layout")
+                })
+                .rev()
+                .collect();
+            let (mut old, mut new) = (None, None);
+            if let Some(snapshot) = target.snapshot_id {
+                new = s.snapshot(snapshot)?.map(|s| s.xml);
+                let ids = s.snapshots(&w)?;
+                let before = ids
+                    .iter()
+                    .skip_while(|(id, _, _)| *id != snapshot)
+                    .nth(1)
+                    .map(|(id, _, _)| *id);
+                if let Some(before) = before {
+                    old = s.snapshot(before)?.map(|s| s.xml);
+                }
+            }
+            let read = |xml: Option<String>| {
+                xml.and_then(|x| match crate::document::read(&x) {
+                    Ok(h) => Some(h),
+                    Err(error) => {
+                        tracing::warn!(watch = %w, %error, "a stored snapshot does not read back");
+                        None
+                    }
+                })
+            };
+            Ok(Some((target.at, group, read(old), read(new))))
+        })
+        .await
+        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Html))?;
+    let Some((at, group, old, new)) = found else {
+        return Err(not_found());
+    };
+    let details: Vec<ChangeDetail> = group
+        .iter()
+        .map(|e| detail(e.id, &e.change, old.as_ref(), new.as_ref()))
+        .collect();
+    let title = server
+        .watches()
+        .get(&watch)
+        .and_then(|w| w.title.clone())
+        .unwrap_or_else(|| watch.clone());
+    Ok(super::status::html(change_page(
+        &watch,
+        &title,
+        wanted,
+        at,
+        &details,
+        SystemTime::now(),
+    )))
+}
+
+/// A node by its `xpath` id, with its parent.
+fn find<'a>(
+    nodes: &'a [HNode],
+    parent: Option<&'a HNode>,
+    id: &str,
+) -> Option<(&'a HNode, Option<&'a HNode>)> {
+    for n in nodes {
+        if n.xpath == id {
+            return Some((n, parent));
+        }
+        // Ids are paths: only a node whose id starts the wanted one holds it.
+        if id.starts_with(n.xpath.as_str())
+            && let Some(found) = find(&n.children, Some(n), id)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The row holding (or being) the node `id` of `page`.
+fn row_of<'a>(page: Option<&'a Hierarchy>, id: Option<&str>) -> Option<&'a HNode> {
+    let (n, parent) = find(&page?.children, None, id?)?;
+    match n.kind {
+        Kind::Row => Some(n),
+        Kind::Cell => parent.filter(|p| p.kind == Kind::Row),
+        _ => None,
+    }
+}
+
+/// The cells of `row` by column header.
+fn cells(row: &HNode) -> Vec<(String, String)> {
+    row.children
+        .iter()
+        .filter(|c| c.kind == Kind::Cell)
+        .map(|c| {
+            (
+                c.col.clone().unwrap_or_default(),
+                c.text
+                    .clone()
+                    .or_else(|| c.label.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A change event with the table row around it, from the snapshots.
+fn detail(
+    id: i64,
+    change: &Value,
+    old: Option<&Hierarchy>,
+    new: Option<&Hierarchy>,
+) -> ChangeDetail {
+    let s = |k: &str| change.get(k).and_then(Value::as_str).map(str::to_owned);
+    let context = super::feed::labels(change, "context");
+    let (old_xpath, new_xpath) = (s("old_xpath"), s("new_xpath"));
+    let old_row = row_of(old, old_xpath.as_deref());
+    let new_row = row_of(new, new_xpath.as_deref());
+    let row = (old_row.is_some() || new_row.is_some()).then(|| {
+        let old_cells = old_row.map(cells);
+        let new_cells = new_row.map(cells);
+        let mut cols: Vec<String> = Vec::new();
+        for (c, _) in new_cells.iter().chain(old_cells.iter()).flatten() {
+            if !cols.contains(c) {
+                cols.push(c.clone());
+            }
+        }
+        let by_col = |side: &Option<Vec<(String, String)>>| {
+            side.as_ref().map(|cells| {
+                cols.iter()
+                    .map(|c| cells.iter().find(|(k, _)| k == c).map(|(_, v)| v.clone()))
+                    .collect()
+            })
+        };
+        RowSides {
+            key: new_row.or(old_row).and_then(|r| r.key.clone()),
+            old: by_col(&old_cells),
+            new: by_col(&new_cells),
+            cols,
+        }
+    });
+    ChangeDetail {
+        id,
+        kind: s("kind").unwrap_or_else(|| "change".to_owned()),
+        line: super::feed::line(change),
+        context,
+        old: s("old"),
+        new: s("new"),
+        xpaths: (old_xpath, new_xpath),
+        row,
+    }
+}
+
+/// The change view: the check's changes, `wanted` marked, each beside
+/// its old and new values (a table row with its changed cells marked).
+pub fn change_page(
+    watch: &str,
+    title: &str,
+    wanted: i64,
+    at: SystemTime,
+    changes: &[ChangeDetail],
+    now: SystemTime,
+) -> String {
+    let id = seg(watch);
+    let body = html! {
+        nav.crumbs {
+            a href="/status" { "semclip status" } " / "
+            a href={ "/status/" (id) } { (watch) } " / change " (wanted)
+        }
+        h1 { (title) ": " (plural(changes.len(), "change", "changes")) }
+        p.muted { "Found " (time(Some(at), now)) ". "
+            a href={ "/status/" (id) "#changes" } { "All recent changes" } }
+        ol.changes #change-list {
+            @for c in changes { (change_block(&id, wanted, c)) }
+        }
+    };
+    layout(
+        &format!("{title}: change {wanted} — semclip"),
+        false,
+        None,
+        body,
+    )
+}
+
+fn change_block(watch: &str, wanted: i64, c: &ChangeDetail) -> Markup {
+    html! {
+        li.change.current[c.id == wanted] id={ "change-" (c.id) } {
+            p {
+                span class={ "badge kind-" (pages::safe_id(&c.kind)) } { (c.kind) } " "
+                @if c.id == wanted { (c.line) } @else {
+                    a href=(pages::change_href(watch, c.id)) { (c.line) }
+                }
+            }
+            @if let Some(row) = &c.row {
+                (row_table(row))
+            } @else {
+                div.table-wrap {
+                    table.sides {
+                        thead { tr { th { "Where" } th { "Before" } th { "After" } } }
+                        tbody {
+                            tr {
+                                td { (c.context) }
+                                td.changed[c.old.is_some()] { (c.old.as_deref().unwrap_or(NONE)) }
+                                td.changed[c.new.is_some()] { (c.new.as_deref().unwrap_or(NONE)) }
+                            }
+                        }
+                    }
+                }
+            }
+            p.muted {
+                @if let Some(x) = &c.xpaths.0 { "Old node " code { (x) } " " }
+                @if let Some(x) = &c.xpaths.1 { "New node " code { (x) } }
+            }
+        }
+    }
+}
+
+/// A row before and after, a cell marked where the two sides differ.
+fn row_table(row: &RowSides) -> Markup {
+    let cell = |side: &Option<Vec<Option<String>>>, i: usize| {
+        side.as_ref()
+            .and_then(|cells| cells.get(i).cloned().flatten())
+    };
+    let sides = [("Before", &row.old), ("After", &row.new)];
+    html! {
+        div.table-wrap {
+            table.sides data-key=[row.key.as_deref()] {
+                thead {
+                    tr {
+                        th.side { "" }
+                        @for c in &row.cols { th { (c) } }
+                    }
+                }
+                tbody {
+                    @for (name, side) in sides {
+                        tr data-side=(name.to_ascii_lowercase()) {
+                            th.side { (name) }
+                            @if side.is_none() {
+                                td.changed colspan=(row.cols.len().max(1)) { "(no such row)" }
+                            } @else {
+                                @for i in 0..row.cols.len() {
+                                    @let here = cell(side, i);
+                                    @let changed = here != cell(&row.old, i) || here != cell(&row.new, i);
+                                    td.changed[changed] { (here.as_deref().unwrap_or(NONE)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = "<title>Q</title><table><caption>Shares</caption>\
+        <tr><th>Ticker<th>Last<th>Name</tr>\
+        <tr><td>GAZP<td>251,30<td>Gazprom</tr>\
+        <tr><td>SBER<td>300,15<td>Sberbank</tr></table>";
+
+    #[test]
+    fn the_tree_shows_ids_and_snippets_and_caps_huge_pages() {
+        let h = Hierarchy::from_html(PAGE, None);
+        let html = tree_page("q", "Quotes", &h, SystemTime::UNIX_EPOCH);
+        assert!(html.contains("data-xpath=\"/page/table[@label='Shares']/row[@key='GAZP']\""));
+        assert!(html.contains("<pre class=\"snippet clip-snippet\""));
+        assert!(html.contains("class=\"snippet threshold-snippet\""));
+        assert!(html.contains("name: gazp-last"));
+        assert!(html.contains("<script src=\"/status.js\"></script>"));
+        assert!(!html.contains("more nodes not shown"));
+
+        let rows: String = (0..MAX_TREE_NODES)
+            .map(|i| format!("<tr><td>k{i}<td>{i}</tr>"))
+            .collect();
+        let big = format!("<table><tr><th>K<th>V</tr>{rows}</table>");
+        let h = Hierarchy::from_html(&big, None);
+        let html = tree_page("q", "Big", &h, SystemTime::UNIX_EPOCH);
+        assert_eq!(html.matches("<li data-xpath").count(), MAX_TREE_NODES);
+        assert!(html.contains("more nodes not shown"), "capped");
+        assert!(html.contains(&format!("showing the first {MAX_TREE_NODES} of")));
+    }
+
+    #[test]
+    fn a_change_view_marks_the_changed_cell() {
+        let old = Hierarchy::from_html(PAGE, None);
+        let new = Hierarchy::from_html(&PAGE.replace("251,30", "268,40"), None);
+        let changes = crate::diff::diff(&old, &new);
+        assert_eq!(changes.len(), 1);
+        let json = serde_json::to_value(&changes[0]).unwrap_or_default();
+        let d = detail(7, &json, Some(&old), Some(&new));
+        let row = d.row.clone().expect("a table row");
+        assert_eq!(row.key.as_deref(), Some("GAZP"));
+        let html = change_page(
+            "q",
+            "Quotes",
+            7,
+            SystemTime::UNIX_EPOCH,
+            &[d],
+            SystemTime::UNIX_EPOCH,
+        );
+        assert!(html.contains("<td class=\"changed\">251,30</td>"), "{html}");
+        assert!(html.contains("<td class=\"changed\">268,40</td>"), "{html}");
+        // The unchanged cells are shown, not marked.
+        assert!(html.contains("Gazprom"), "{html}");
+        assert!(!html.contains("class=\"changed\">Gazprom"), "{html}");
+        assert!(
+            html.contains("class=\"change current\" id=\"change-7\""),
+            "{html}"
+        );
+    }
+}
