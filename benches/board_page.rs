@@ -30,8 +30,16 @@ pub fn board_page(rows: usize, markup: usize, changed: usize) -> String {
     }
     s.push_str("<header><nav><ul>");
     for (i, name) in [
-        "Markets", "Equities", "Bonds", "Currencies", "Derivatives", "Indices", "News",
-        "Calendar", "Research", "Contacts",
+        "Markets",
+        "Equities",
+        "Bonds",
+        "Currencies",
+        "Derivatives",
+        "Indices",
+        "News",
+        "Calendar",
+        "Research",
+        "Contacts",
     ]
     .iter()
     .enumerate()
@@ -45,7 +53,10 @@ pub fn board_page(rows: usize, markup: usize, changed: usize) -> String {
         s.push_str("<div class=\"board-wrap\"><div class=\"scroll\">");
     }
     let class = if alt { "b board" } else { "q" };
-    let _ = write!(s, "<table class=\"{class}\"><caption>Main board</caption><thead><tr>");
+    let _ = write!(
+        s,
+        "<table class=\"{class}\"><caption>Main board</caption><thead><tr>"
+    );
     for c in [
         "Code", "Last", "Change", "Change %", "Open", "High", "Low", "Volume", "Trades", "Time",
     ] {
@@ -97,7 +108,9 @@ pub fn board_page(rows: usize, markup: usize, changed: usize) -> String {
     if alt {
         s.push_str("</div></div>");
     }
-    s.push_str("</main><footer><p>Data: the exchange. <a href=\"/terms\">Terms of use</a></p></footer>");
+    s.push_str(
+        "</main><footer><p>Data: the exchange. <a href=\"/terms\">Terms of use</a></p></footer>",
+    );
     if alt {
         s.push_str("</div></div><script src=\"/static/app.v2.js\" defer></script>");
     } else {
