@@ -2,7 +2,8 @@
 """Daemon throughput benchmark (issues 4 and 16): semclip vs urlwatch vs changedetection.io.
 
     python3 bench/daemon/run.py [--sizes 1000,10000] [--workloads small,board]
-                                [--tools semclip,urlwatch,...] [--cdio-timeout 1200]
+                                [--tools semclip,urlwatch,...] [--rounds 1,2,3,4]
+                                [--cdio-timeout 1200]
 
 For each N: starts the fixture site (examples/fixture_site.rs, release build)
 with N pages on loopback, then for each workload runs the tools on the same N
@@ -359,6 +360,7 @@ def proc_tree(root):
 
 
 CLK = os.sysconf("SC_CLK_TCK")
+STALL = 20.0
 
 
 def tree_sample(root):
@@ -431,12 +433,18 @@ def bench_cdio(work, base, n, wl, results, timeout):
             peak[0] = max(peak[0], rss)
             return cpu, hwm
 
-        def wait_all(pred, t0, budget):
-            """Polls the watch list until pred holds for all; returns (done, count)."""
+        def wait_all(pred, t0, budget, nudge=False):
+            """Polls the watch list until pred holds for all; returns (done, count).
+
+            With nudge, the watches still waiting after STALL s without
+            progress are queued again one by one (`?recheck=1`): on the board
+            pages, recheck_all's queue lost part of its items (50 watches:
+            26 checked, then nothing for 300 s, CPU idle)."""
             last_poll = 0.0
             interval = 3.0
             count = 0
             errors = []
+            progress = (0, t0)
             while True:
                 time.sleep(0.2)
                 sample()
@@ -464,10 +472,19 @@ def bench_cdio(work, base, n, wl, results, timeout):
                                            + next(w["last_error"] for w in watches if w.get("last_error")))
                     if len(watches) == n and count == n:
                         return True, count
+                    if count != progress[0]:
+                        progress = (count, now)
+                    elif nudge and now - progress[1] > STALL:
+                        for uuid, w in listing.items():
+                            if w["url"].startswith(prefix) and not pred(w):
+                                api(cd, f"/api/v1/watch/{uuid}?recheck=1", key)
+                                nudged[0] += 1
+                        progress = (count, now)
                 if now - t0 > budget:
                     return False, count
 
         polls = [0]
+        nudged = [0]
 
         def listing_cost():
             """CPU s of one watch listing, measured on the now idle server."""
@@ -496,6 +513,8 @@ def bench_cdio(work, base, n, wl, results, timeout):
                 changed = sum(1 for u, w in after.items()
                               if (w.get("last_changed") or 0) > (before.get(u, {}).get("last_changed") or 0))
             note = what + ("" if done else f"; CUT OFF after {timeout} s")
+            if nudged[0]:
+                note += f"; {nudged[0]} watches queued again after {STALL} s without progress"
             if changed is not None:
                 note += f"; changed {changed}"
             note += (f"; {polls[0]} polls of the watch list at {cost:.2f} CPU s each subtracted "
@@ -522,13 +541,14 @@ def bench_cdio(work, base, n, wl, results, timeout):
             cpu0, _, _ = tree_sample(p.pid)
             peak[0] = 0.0
             polls[0] = 0
+            nudged[0] = 0
             t0 = time.monotonic()
             api(cd, "/api/v1/watch?recheck_all=1", key)
 
             def pred(w, before=before):
                 return (w.get("last_checked") or 0) > (before.get(w["url"], {}).get("last_checked") or 0)
 
-            done, count = wait_all(pred, t0, timeout)
+            done, count = wait_all(pred, t0, timeout, nudge=True)
             before = finish(rnd, t0, cpu0, done, count, "recheck_all", before)
     finally:
         try:
@@ -565,6 +585,7 @@ def main():
     ap.add_argument("--workloads", default="small,board",
                     help="comma-separated: small (3.8 KB pages, 2 rounds), board (64 KB board, 4 rounds)")
     ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--rounds", help="comma-separated round numbers to run (default all; round 1 always runs)")
     ap.add_argument("--cdio-timeout", type=float, default=1200.0,
                     help="seconds per changedetection.io round before it is cut off")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
@@ -578,6 +599,10 @@ def main():
     for x in workloads:
         if x not in WORKLOADS:
             sys.exit(f"unknown workload `{x}` (the workloads: {', '.join(WORKLOADS)})")
+    if args.rounds:
+        keep = {1} | {int(x) for x in args.rounds.split(",")}
+        for spec in WORKLOADS.values():
+            spec["rounds"] = [r for r in spec["rounds"] if r[0] in keep]
     for exe in (SEMCLIP, FIXTURE):
         if not os.path.exists(exe):
             sys.exit(f"{exe} missing: cargo build --release --bin semclip --example fixture_site")
@@ -591,6 +616,7 @@ def main():
         "concurrency": CONCURRENCY,
         "workloads": workloads,
         "tools": tools,
+        "rounds": args.rounds or "all",
     }
     if os.path.exists(VPY):
         meta["urlwatch"] = version([os.path.join(VENV, "bin", "urlwatch"), "--version"])
