@@ -64,6 +64,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -242,10 +243,13 @@ def semclip_outcomes(path):
             if line.startswith("  threshold ") and line.rstrip().endswith("(-)"):
                 extra["thresholds without a value"] += 1
                 continue
-            if line.startswith(("  ", "alerts: ")) or ": " not in line:
+            # A check's line is `p{i}: what` (the watch files are p{i}.yaml);
+            # an error message may go on over further lines.
+            if not re.match(r"p[0-9]+: ", line):
                 continue
             what = line.split(": ", 1)[1].strip()
             if what.startswith("FAILED"):
+                extra.setdefault("first failure", what[len("FAILED: "):][:200])
                 what = "FAILED"
             elif what.endswith("semantic changes"):
                 extra["semantic changes"] += int(what.split()[0])
@@ -267,7 +271,7 @@ def bench_semclip(work, base, n, wl, results):
         oc, extra = semclip_outcomes(out)
         ok = sum(c for k, c in oc.items() if k != "FAILED")
         note = ", ".join(f"{k} {c}" for k, c in sorted(oc.items()))
-        note += "".join(f", {k} {c}" for k, c in extra.items() if c)
+        note += "".join(f", {k}: {c}" if isinstance(c, str) else f", {k} {c}" for k, c in extra.items() if c)
         if m["exit"] not in (0, 1):
             note += f"; exit {m['exit']}"
         r = row("semclip", wl, n, rnd, m, checked=ok, note=note,
