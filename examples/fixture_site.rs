@@ -142,7 +142,8 @@ struct Board {
 
 impl Board {
     fn new(page: &str) -> Self {
-        let at = page.find("</title>").expect("the board page has a title");
+        // The board always has a title; without one, ` i` would go last.
+        let at = page.find("</title>").unwrap_or(page.len());
         Self {
             head: Bytes::copy_from_slice(&page.as_bytes()[..at]),
             tail: Bytes::copy_from_slice(&page.as_bytes()[at..]),
@@ -169,7 +170,7 @@ struct Site {
 /// The page index in `{i}.html`, if below `n`.
 fn index(name: &str, n: usize) -> Option<usize> {
     name.strip_suffix(".html")
-        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|stem| stem.parse::<usize>().ok())
         .filter(|&i| i < n)
 }
 
