@@ -5,23 +5,39 @@
 //! fixture_site --listen 127.0.0.1:PORT --pages N
 //! ```
 //!
-//! serves `/p/{i}.html` for `i` in `0..N`: a quote page of a few KB (a
-//! heading, a table of 20 rows x 5 numeric columns whose values derive from
-//! `i`, a nav list, a footer). Pages are rendered once at start and served
-//! from memory without `ETag` or `Last-Modified`, so every check downloads
-//! and parses the whole page (the worst case for a monitor). `/health`
-//! answers `ok` once the listener is up; the process stops on SIGTERM or
-//! Ctrl-C.
+//! serves, for `i` in `0..N`:
+//!
+//! - `/p/{i}.html`: a quote page of a few KB (a heading, a table of 20
+//!   rows x 5 numeric columns whose values derive from `i`, a nav list, a
+//!   footer);
+//! - `/b/{i}.html`: the 64 KB exchange board (`benches/board_page.rs`, 300
+//!   issuers x 10 values), the same board for every `i` but for its
+//!   `<title>`, which ends with `i`. Which variant of the board is served,
+//!   to every page at once, is switched by `POST /round/{variant}`:
+//!   `base` (at start: `board_page(300, 0, 0)`), `markup` (the same data in
+//!   other markup: `board_page(300, 1, 0)`) or `data` (that other markup
+//!   with 3 cells changed: `board_page(300, 1, 3)`).
+//!
+//! Pages are rendered once at start (the board: its three variants, each
+//! split at its title) and served from memory without `ETag` or
+//! `Last-Modified`, so every check downloads and parses the whole page (the
+//! worst case for a monitor). `/health` answers `ok` once the listener is
+//! up; the process stops on SIGTERM or Ctrl-C.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+
+#[path = "../benches/board_page.rs"]
+mod board_page;
 
 const ROWS: usize = 20;
 const TICKERS: [&str; ROWS] = [
@@ -114,21 +130,91 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args { listen, pages })
 }
 
-async fn serve_page(State(pages): State<Arc<Vec<Bytes>>>, Path(name): Path<String>) -> Response {
-    let found = name
-        .strip_suffix(".html")
-        .and_then(|n| n.parse::<usize>().ok())
-        .and_then(|i| pages.get(i));
-    match found {
-        Some(body) => (
-            [
-                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            body.clone(),
+/// The board's variants, in the order of [`ROUNDS`].
+const ROUNDS: [&str; 3] = ["base", "markup", "data"];
+
+/// One rendering of the board, split just before `</title>` so that page
+/// `i` is `head`, ` i`, `tail`.
+struct Board {
+    head: Bytes,
+    tail: Bytes,
+}
+
+impl Board {
+    fn new(page: &str) -> Self {
+        // The board always has a title; without one, ` i` would go last.
+        let at = page.find("</title>").unwrap_or(page.len());
+        Self {
+            head: Bytes::copy_from_slice(&page.as_bytes()[..at]),
+            tail: Bytes::copy_from_slice(&page.as_bytes()[at..]),
+        }
+    }
+
+    fn page(&self, i: usize) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.head.len() + self.tail.len() + 24);
+        body.extend_from_slice(&self.head);
+        let _ = write!(body, " {i}");
+        body.extend_from_slice(&self.tail);
+        body
+    }
+}
+
+struct Site {
+    pages: Vec<Bytes>,
+    /// The board's variants, indexed like [`ROUNDS`].
+    boards: [Board; 3],
+    /// Which variant of the board is served (an index into [`ROUNDS`]).
+    round: AtomicUsize,
+}
+
+/// The page index in `{i}.html`, if below `n`.
+fn index(name: &str, n: usize) -> Option<usize> {
+    name.strip_suffix(".html")
+        .and_then(|stem| stem.parse::<usize>().ok())
+        .filter(|&i| i < n)
+}
+
+fn html(body: impl Into<axum::body::Body>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body.into(),
+    )
+        .into_response()
+}
+
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "no such page\n").into_response()
+}
+
+async fn serve_page(State(site): State<Arc<Site>>, Path(name): Path<String>) -> Response {
+    match index(&name, site.pages.len()) {
+        Some(i) => html(site.pages[i].clone()),
+        None => not_found(),
+    }
+}
+
+async fn serve_board(State(site): State<Arc<Site>>, Path(name): Path<String>) -> Response {
+    match index(&name, site.pages.len()) {
+        Some(i) => html(site.boards[site.round.load(Ordering::Relaxed)].page(i)),
+        None => not_found(),
+    }
+}
+
+/// `POST /round/{variant}`: serves that variant of the board from now on.
+async fn set_round(State(site): State<Arc<Site>>, Path(variant): Path<String>) -> Response {
+    match ROUNDS.iter().position(|r| *r == variant) {
+        Some(k) => {
+            site.round.store(k, Ordering::Relaxed);
+            format!("board: {variant}\n").into_response()
+        }
+        None => (
+            StatusCode::NOT_FOUND,
+            format!("no variant `{variant}` (base, markup, data)\n"),
         )
             .into_response(),
-        None => (StatusCode::NOT_FOUND, "no such page\n").into_response(),
     }
 }
 
@@ -152,11 +238,18 @@ async fn shutdown() {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
-    let pages: Vec<Bytes> = (0..args.pages).map(|i| Bytes::from(page(i))).collect();
+    let site = Site {
+        pages: (0..args.pages).map(|i| Bytes::from(page(i))).collect(),
+        boards: [(0, 0), (1, 0), (1, 3)]
+            .map(|(markup, changed)| Board::new(&board_page::board_page(300, markup, changed))),
+        round: AtomicUsize::new(0),
+    };
     let app = Router::new()
         .route("/p/{name}", get(serve_page))
+        .route("/b/{name}", get(serve_board))
+        .route("/round/{variant}", post(set_round))
         .route("/health", get(|| async { "ok\n" }))
-        .with_state(Arc::new(pages));
+        .with_state(Arc::new(site));
     // One worker thread: the site must leave the other core to the tool measured.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -165,9 +258,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.listen).await?;
         eprintln!(
-            "fixture_site: {} pages on http://{}/p/{{i}}.html",
+            "fixture_site: {} pages on http://{addr}/p/{{i}}.html and http://{addr}/b/{{i}}.html",
             args.pages,
-            listener.local_addr()?
+            addr = listener.local_addr()?
         );
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown())
