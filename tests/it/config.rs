@@ -181,7 +181,7 @@ fn the_examples_validate_with_their_environment() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     for line in [
-        "examples/semclip.yaml:24:13: smtp.password: environment variable SMTP_PASSWORD is not set",
+        "examples/semclip.yaml:26:13: smtp.password: environment variable SMTP_PASSWORD is not set",
         "examples/watches/members-report.yaml:16:17: fetch.auth.basic.password: environment variable PORTAL_PASSWORD is not set",
     ] {
         assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
