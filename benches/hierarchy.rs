@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use semclip::dom::Dom;
+use semclip::hierarchy::write::{XmlOptions, to_xml};
 use semclip::hierarchy::{Hierarchy, build};
-use semclip::output::{XmlOptions, to_xml};
+use semclip::page::dom::Dom;
 
 #[path = "quote_page.rs"]
 mod quote_page;
@@ -36,7 +36,7 @@ fn inputs() -> Vec<(String, String)> {
     ] {
         let p = corpus.join(rel);
         if let Ok(bytes) = std::fs::read(&p) {
-            let text = semclip::source::decode(&bytes, None, None).text;
+            let text = semclip::page::source::decode(&bytes, None, None).text;
             v.push((rel.to_owned(), text));
         }
     }

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use semclip::dom::Dom;
+use semclip::page::dom::Dom;
 use semclip::template::pattern::Pattern;
 use semclip::template::rtdm::Rtdm;
 use semclip::template::ted::{Cost, LTree, Labels, TextLabels, UnitCosts, ted_unit};
@@ -58,7 +58,7 @@ struct Page {
 
 fn load(path: &std::path::Path) -> Option<Page> {
     let bytes = std::fs::read(path).ok()?;
-    let text = semclip::source::decode(&bytes, None, None).text;
+    let text = semclip::page::source::decode(&bytes, None, None).text;
     let dom = Dom::parse(&text);
     let tree = PageTree::from_dom(&dom);
     Some(Page { dom, tree })

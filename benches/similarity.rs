@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
-use semclip::dom::Dom;
+use semclip::page::dom::Dom;
 use semclip::template::cluster::{DEFAULT_THRESHOLD, DistanceMatrix, MatrixOptions, PageFeatures};
 use semclip::template::seq::{Interner, Sequence};
 use semclip::template::tree::{PNode, PageTree};
@@ -81,7 +81,7 @@ fn real_pages(root: &Path) -> Vec<PageTree> {
         .par_iter()
         .filter_map(|p| {
             let bytes = std::fs::read(p).ok()?;
-            let text = semclip::source::decode(&bytes, None, None).text;
+            let text = semclip::page::source::decode(&bytes, None, None).text;
             let tree = PageTree::from_dom(&Dom::parse(&text));
             let elements = tree.nodes.iter().filter(|n| !n.is_text()).count();
             (elements >= MIN_ELEMENTS).then_some(tree)

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use semclip::check::{Engine, PageOutcome};
+use semclip::monitor::check::{Engine, PageOutcome};
 
 /// The page in its four versions: base, markup-only change, data change.
 struct Versions {
@@ -212,13 +212,13 @@ fn main() {
         let (page, tiny) = (watch("page"), watch("tiny"));
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         // Warm every code path a check takes once, on another page.
-        semclip::check::check(&engine, &tiny, start, None, false)
+        semclip::monitor::check::check(&engine, &tiny, start, None, false)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let rounds: usize = match mode.as_str() {
             "setup" => 0,
             "parse" => {
-                let dom = semclip::dom::Dom::parse(&versions.base);
+                let dom = semclip::page::dom::Dom::parse(&versions.base);
                 println!("parsed: {} nodes", dom.len());
                 0
             }
@@ -233,7 +233,7 @@ fn main() {
         for (k, (name, html)) in steps.iter().take(rounds).enumerate() {
             write(&page_file, html);
             let at = start + Duration::from_secs(60 * (k as u64 + 1));
-            let report = semclip::check::check(&engine, &page, at, None, false)
+            let report = semclip::monitor::check::check(&engine, &page, at, None, false)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             let outcome = match &report.outcome {

@@ -42,7 +42,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use semclip::dom::Dom;
+use semclip::page::dom::Dom;
 use semclip::template::cluster::{
     DEFAULT_THRESHOLD, DistanceMatrix, Linkage, MatrixOptions, PageFeatures, agglomerate,
 };
@@ -85,14 +85,14 @@ pub fn corpus_dir() -> Option<PathBuf> {
 fn read(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     let url = url::Url::from_file_path(path).ok();
-    Some(semclip::source::decode(&bytes, None, url.as_ref()).text)
+    Some(semclip::page::source::decode(&bytes, None, url.as_ref()).text)
 }
 
 /// The host of the page's canonical or `og:url` link, without `www.`.
 pub fn canonical_host(html: &str) -> Option<String> {
     let dom = Dom::parse(html);
     let mut found = None;
-    walk(&dom, semclip::dom::DOCUMENT, &mut |dom, id| {
+    walk(&dom, semclip::page::dom::DOCUMENT, &mut |dom, id| {
         let Some(e) = dom.element(id) else { return };
         let href = match &*e.name {
             "link"
@@ -122,7 +122,11 @@ pub fn canonical_host(html: &str) -> Option<String> {
     found
 }
 
-fn walk(dom: &Dom, id: semclip::dom::NodeId, f: &mut dyn FnMut(&Dom, semclip::dom::NodeId)) {
+fn walk(
+    dom: &Dom,
+    id: semclip::page::dom::NodeId,
+    f: &mut dyn FnMut(&Dom, semclip::page::dom::NodeId),
+) {
     let mut stack = vec![id];
     while let Some(n) = stack.pop() {
         f(dom, n);

@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use semclip::budget::{Budget, PageLimits};
-use semclip::dom::Dom;
 use semclip::hierarchy::build_within;
+use semclip::page::budget::{Budget, PageLimits};
+use semclip::page::dom::Dom;
 
 fn pages(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -71,7 +71,7 @@ fn main() {
     }
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
-        let text = semclip::source::decode(&bytes, None, None).text;
+        let text = semclip::page::source::decode(&bytes, None, None).text;
         let budget = Budget::new(PageLimits::unlimited());
         let dom = Dom::parse_within(&text, &budget);
         let _h = build_within(&dom, None, &budget);

@@ -7,10 +7,13 @@ fn main() {
     let html = quote_page::quote_page(4, 330);
     match std::env::args().nth(1).as_deref() {
         Some("generate") => println!("{}", html.len()),
-        Some("parse") => println!("{}", semclip::dom::Dom::parse(&html).len()),
+        Some("parse") => println!("{}", semclip::page::dom::Dom::parse(&html).len()),
         Some("xml") => {
             let h = semclip::hierarchy::Hierarchy::from_html(&html, None);
-            println!("{}", semclip::output::to_xml(&h, Default::default()).len());
+            println!(
+                "{}",
+                semclip::hierarchy::write::to_xml(&h, Default::default()).len()
+            );
         }
         _ => println!(
             "{}",

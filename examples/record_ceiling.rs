@@ -25,8 +25,8 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use semclip::dom::Dom;
 use semclip::extract::records;
+use semclip::page::dom::Dom;
 
 #[path = "support/record_scoring.rs"]
 mod scoring;
@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (Totals::default(), Totals::default(), Totals::default());
     for (n, path) in &pages {
         let bytes = std::fs::read(path)?;
-        let html = semclip::source::decode(&bytes, None, None).text;
+        let html = semclip::page::source::decode(&bytes, None, None).text;
         let truth: Vec<Vec<String>> = serde_json::from_str(&std::fs::read_to_string(
             dir.join(format!("groundTruth/{n}.json")),
         )?)?;

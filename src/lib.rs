@@ -2,52 +2,66 @@
 //!
 //! The library takes a web page (bytes from a file, stdin or a URL) and gives
 //! its *semantic hierarchy*: an XML document of the page's data, every node
-//! labelled with its own XPath. Modules follow the pipeline:
+//! labelled with its own XPath; the daemon checks watched pages, reports
+//! changes in that data, raises threshold alarms and serves clips.
 //!
-//! - [`source`]: load a page from a path, stdin or a URL and decode it to text;
-//! - [`fence`]: the daemon's fence around local files and internal hosts;
-//! - [`fetch`]: the daemon's polite fetching (retries, per-host limits, redirects through the fence);
-//! - [`dom`]: parse HTML with html5ever into an owned, spec-compliant tree;
-//! - [`hierarchy`]: turn the tree into the semantic hierarchy (ALGORITHMS.md §1);
-//! - [`number`]: read numbers the way the page's locale writes them;
-//! - [`output`]: serialise a hierarchy as XML, JSON or an outline;
-//! - [`xpath`]: check and evaluate XPath 1.0 over the hierarchy document;
-//! - [`diff`]: the semantic changes between two hierarchies (ALGORITHMS.md §2);
-//! - [`document`]: read a saved hierarchy document back;
-//! - [`starter`]: starter YAML for a node or a page (the status tree's snippets, `semclip init`);
-//! - [`store`]: keep each watch's current hierarchy, its change history and retention in SQLite;
-//! - [`template`]: structural similarity, clustering and templates of a site's pages (ALGORITHMS.md §4, §5);
-//! - [`extract`]: article, record and keyword-region extraction (ALGORITHMS.md §5, §6).
+//! # Layout
+//!
+//! One folder per stage, in pipeline order. A module imports only from its
+//! own stage and the stages above it in this list, never from one below
+//! (`tests/it/layers.rs` holds the code to that, and to no import circle):
+//!
+//! 1. [`page`]: load a page (file, stdin, URL through the fence, polite
+//!    fetching), decode it and parse it into a DOM within the page budget;
+//! 2. [`hierarchy`]: build the semantic hierarchy from the DOM (tables,
+//!    text, structured data, numbers), write it as XML/JSON/outline, read a
+//!    written one back, and its compact packed form;
+//! 3. [`xpath`]: check XPath syntax and evaluate XPath over a hierarchy
+//!    (natively for the common forms, libxml2 for the rest);
+//! 4. [`diff`]: the semantic changes between two hierarchies, and how a
+//!    change reads as one line;
+//! 5. [`template`]: structural similarity, clustering and templates of a
+//!    site's pages;
+//! 6. [`extract`]: article, record and keyword-region extraction;
+//! 7. [`config`]: watch files and the daemon file, read and validated in
+//!    two phases; schedules; starter YAML;
+//! 8. [`store`]: snapshots, change events, watch and threshold state, the
+//!    outbox, in SQLite, and the pool the daemon shares;
+//! 9. [`notify`]: notifiers (email, webhooks, chat services, files) that
+//!    deliver one alert;
+//! 10. [`monitor`]: one check of one watch (compare, thresholds, layout);
+//! 11. [`serve`]: the HTTP clip server, status pages, API and metrics;
+//! 12. [`daemon`]: `semclip run`: the scheduler, the outbox deliverer, the
+//!     demo site, signals and reloads;
+//! 13. [`cli`] and [`commands`]: the command line and one module per
+//!     subcommand.
 
-pub mod budget;
-pub mod check;
+pub mod page;
+
+pub mod hierarchy;
+
+pub mod xpath;
+
+pub mod diff;
+
+pub mod template;
+
+pub mod extract;
+
+pub mod config;
+
+pub mod store;
+
+pub mod notify;
+
+pub mod monitor;
+
+pub mod serve;
+
+pub mod daemon;
+
 pub mod cli;
 pub mod commands;
-pub mod config;
-pub mod daemon;
-pub mod demo;
-pub mod diff;
-pub mod document;
-pub mod dom;
-pub mod extract;
-pub mod fence;
-pub mod fetch;
-pub mod hierarchy;
-pub mod layout;
-pub mod metrics;
-pub mod notify;
-pub mod number;
-pub mod outbox;
-pub mod output;
-pub mod refresh;
-pub mod schedule;
-pub mod serve;
-pub mod source;
-pub mod starter;
-pub mod store;
-pub mod template;
-pub mod threshold;
-pub mod xpath;
 
 /// The version of the hierarchy vocabulary written into every document's
 /// `version` attribute. Bump it only on purpose (see README, "Vocabulary").

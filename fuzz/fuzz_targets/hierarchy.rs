@@ -9,9 +9,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use semclip::budget::PageLimits;
+use semclip::page::budget::PageLimits;
 use semclip::hierarchy::{HNode, Hierarchy};
-use semclip::output::{XmlOptions, to_xml};
+use semclip::hierarchy::write::{XmlOptions, to_xml};
 use semclip::xpath::HierarchyDoc;
 
 fn ids(nodes: &[HNode], out: &mut Vec<String>) {
@@ -22,7 +22,7 @@ fn ids(nodes: &[HNode], out: &mut Vec<String>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let text = semclip::source::decode(data, None, None).text;
+    let text = semclip::page::source::decode(data, None, None).text;
     let h = match Hierarchy::from_html_within(&text, None, PageLimits::default()) {
         Ok(h) => h,
         Err(e) => {

@@ -11,10 +11,10 @@ use std::time::SystemTime;
 use anyhow::bail;
 
 use super::Outcome;
-use crate::check::{self, Engine, PageOutcome};
 use crate::cli::CheckArgs;
 use crate::commands::diff::text_line;
 use crate::daemon;
+use crate::monitor::check::{self, Engine, PageOutcome};
 
 /// Runs the command, writing to `out`.
 pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
@@ -76,7 +76,7 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         }
         for (name, level, value) in &report.thresholds {
             let value = value
-                .map(crate::threshold::fmt)
+                .map(crate::monitor::threshold::fmt)
                 .unwrap_or_else(|| "-".into());
             writeln!(out, "  threshold {name}: {} ({value})", level.as_str())?;
         }
@@ -94,7 +94,7 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     }
     if !args.dry_run && alerts > 0 {
         let notifiers = daemon::notifiers(&daemon_cfg)?;
-        let round = crate::outbox::deliver_due(
+        let round = crate::daemon::outbox::deliver_due(
             &stores,
             &notifiers,
             daemon_cfg.alerts.give_up_after,
@@ -134,7 +134,7 @@ impl Drop for DemoSite {
 async fn start_demo(addr: std::net::SocketAddr, out: &mut dyn Write) -> anyhow::Result<DemoSite> {
     match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => Ok(DemoSite(Some(tokio::spawn(async move {
-            if let Err(error) = crate::demo::serve_on(listener).await {
+            if let Err(error) = crate::daemon::demo::serve_on(listener).await {
                 tracing::error!(%addr, %error, "the demo site failed");
             }
         })))),

@@ -18,14 +18,14 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::Outcome;
-use crate::budget::Budget;
 use crate::cli::{ConfigArgs, Extract, ExtractArgs, ExtractFormat};
-use crate::dom::Dom;
 use crate::extract::{self, Article, Record, region, vocabulary};
+use crate::hierarchy::number::decimal_style_for_lang;
+use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{HNode, Hierarchy, assign_ids};
-use crate::number::decimal_style_for_lang;
-use crate::output::{XmlOptions, to_xml};
-use crate::source::{self, FetchOptions};
+use crate::page::budget::Budget;
+use crate::page::dom::Dom;
+use crate::page::source::{self, FetchOptions};
 use crate::template::cluster::TemplateSet;
 use crate::template::tree::PageTree;
 

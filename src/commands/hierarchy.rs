@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{Outcome, load_hierarchy};
 use crate::cli::{Format, HierarchyArgs};
-use crate::output::{XmlOptions, to_json, to_outline, to_xml};
+use crate::hierarchy::write::{XmlOptions, to_json, to_outline, to_xml};
 
 /// Runs the command, writing to `out`.
 pub async fn run(args: &HierarchyArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {

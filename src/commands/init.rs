@@ -1,6 +1,6 @@
 //! `semclip init URL [-o FILE]`: fetches a page the way a watch would
 //! (the daemon file's fence, fetch settings and page budget) and writes a
-//! commented starter watch file for it (see [`crate::starter`]) to stdout
+//! commented starter watch file for it (see [`crate::config::starter`]) to stdout
 //! or to a new file, which `semclip validate` accepts as written.
 //!
 //! A path is taken as a file and becomes a `file://` URL; like a `file://`
@@ -16,9 +16,9 @@ use url::Url;
 use super::Outcome;
 use crate::cli::InitArgs;
 use crate::config::DaemonConfig;
-use crate::fetch::{self, Clients, Fetched, HostLimiter, PageRequest};
 use crate::hierarchy::Hierarchy;
-use crate::source::{self, FetchOptions};
+use crate::page::fetch::{self, Clients, Fetched, HostLimiter, PageRequest};
+use crate::page::source::{self, FetchOptions};
 
 /// Runs the command, writing the watch file to `out` or to `args.output`.
 pub async fn run(args: &InitArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
@@ -34,7 +34,7 @@ pub async fn run(args: &InitArgs, out: &mut dyn Write) -> anyhow::Result<Outcome
     };
     let url = page_url(&args.url)?;
     let page = fetch_page(&daemon, &url).await?;
-    let text = crate::starter::watch_file(url.as_str(), &page);
+    let text = crate::config::starter::watch_file(url.as_str(), &page);
     match &args.output {
         None => out.write_all(text.as_bytes())?,
         Some(path) => {

@@ -9,10 +9,10 @@ use std::time::SystemTime;
 use anyhow::Context;
 
 use super::Outcome;
-use crate::budget::Budget;
 use crate::cli::LearnArgs;
-use crate::dom::Dom;
-use crate::source::{self, FetchOptions};
+use crate::page::budget::Budget;
+use crate::page::dom::Dom;
+use crate::page::source::{self, FetchOptions};
 use crate::template::cluster::{PageFeatures, TemplateSet};
 use crate::template::pattern::Pattern;
 use crate::template::seq::Interner;

@@ -16,9 +16,9 @@ pub mod xpath;
 
 use anyhow::Context;
 
-use crate::budget::PageLimits;
 use crate::hierarchy::Hierarchy;
-use crate::source::{self, FetchOptions};
+use crate::page::budget::PageLimits;
+use crate::page::source::{self, FetchOptions};
 
 /// How a command ended, when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +40,8 @@ pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
     tokio::task::spawn_blocking(move || -> anyhow::Result<Hierarchy> {
         let decoded = source::decode(&raw.bytes, raw.content_type.as_deref(), raw.url.as_ref());
         // A saved hierarchy document is read back, not parsed as HTML.
-        if crate::document::looks_like_hierarchy(&decoded.text) {
-            return crate::document::read(&decoded.text)
+        if crate::hierarchy::read::looks_like_hierarchy(&decoded.text) {
+            return crate::hierarchy::read::read(&decoded.text)
                 .with_context(|| format!("{name} is not a readable saved hierarchy"));
         }
         Hierarchy::from_html_within(&decoded.text, url.as_deref(), PageLimits::default())

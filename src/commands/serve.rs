@@ -32,7 +32,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         Arc::clone(&daemon),
         loaded.watches.into_iter().map(Arc::new).collect(),
         stores,
-        Arc::new(crate::metrics::Metrics::new()),
+        Arc::new(crate::serve::metrics::Metrics::new()),
         None,
         local,
     );

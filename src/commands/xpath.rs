@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Outcome, load_hierarchy};
 use crate::cli::XpathArgs;
-use crate::output::{XmlOptions, to_xml};
+use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::xpath::{HierarchyDoc, XPathValue, check_syntax};
 
 /// Runs the command, writing to `out`.

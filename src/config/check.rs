@@ -23,8 +23,8 @@ use super::{
     NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig, SmtpConfig,
     SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
-use crate::fence::{AllowHost, Fence, FencedRead};
-use crate::schedule::{Schedule, parse_cron};
+use crate::config::schedule::{Schedule, parse_cron};
+use crate::page::fence::{AllowHost, Fence, FencedRead};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
 
@@ -171,11 +171,12 @@ impl<'a> Ctx<'a> {
             },
             RawSecret::File(p) => {
                 let full = self.path(p);
-                let read = crate::fence::read_regular(&full, MAX_SECRET_FILE).and_then(|bytes| {
-                    String::from_utf8(bytes).map_err(|_| {
-                        FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData))
-                    })
-                });
+                let read =
+                    crate::page::fence::read_regular(&full, MAX_SECRET_FILE).and_then(|bytes| {
+                        String::from_utf8(bytes).map_err(|_| {
+                            FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData))
+                        })
+                    });
                 match read {
                     Ok(mut text) => {
                         if text.ends_with('\n') {
@@ -201,7 +202,7 @@ impl<'a> Ctx<'a> {
                                 format!("larger than {} KiB", MAX_SECRET_FILE / 1024)
                             }
                             FencedRead::Fence(e) => match e {
-                                crate::fence::FenceError::NotRegular { kind, .. } => {
+                                crate::page::fence::FenceError::NotRegular { kind, .. } => {
                                     format!("a {kind}, not a regular file")
                                 }
                                 other => other.to_string(),

@@ -19,7 +19,7 @@
 //! opened without blocking, so a FIFO or a device named by mistake (or
 //! malice) is an error, never a hang or an endless read.
 //!
-//! The daemon's fence ([`crate::fence`]) is checked here too: a `file://`
+//! The daemon's fence ([`crate::page::fence`]) is checked here too: a `file://`
 //! watch outside the file roots, or (with `fetch.trust_watch_urls: false`) a
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
@@ -27,6 +27,8 @@ mod apprise;
 mod check;
 mod lenient;
 mod raw;
+pub mod schedule;
+pub mod starter;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -37,9 +39,9 @@ use std::time::Duration;
 
 use url::Url;
 
-pub use crate::budget::PageLimits;
-use crate::fence::{AllowHost, Fence};
-use crate::schedule::Schedule;
+use crate::config::schedule::Schedule;
+pub use crate::page::budget::PageLimits;
+use crate::page::fence::{AllowHost, Fence};
 use crate::store::Retention;
 
 pub use raw::{daemon_schema, watch_schema};

@@ -44,7 +44,7 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::{Article, Method};
-use crate::dom::{DOCUMENT, Dom, NodeData, NodeId, is_inline};
+use crate::page::dom::{DOCUMENT, Dom, NodeData, NodeId, is_inline};
 use crate::template::cluster::Template;
 use crate::template::pattern::BODY_MIN_WORDS;
 use crate::template::tree::PageTree;
@@ -818,7 +818,7 @@ fn furniture_role(role: &str) -> bool {
 
 /// Hidden by the page itself (authors hide alternatives, templates and
 /// pop-ups; a reader never sees them).
-fn is_hidden(e: &crate::dom::Element) -> bool {
+fn is_hidden(e: &crate::page::dom::Element) -> bool {
     if e.attr("hidden").is_some() {
         return true;
     }
@@ -1200,7 +1200,7 @@ impl<'a> Page<'a> {
     /// for a dateline (a date, not a name).
     fn find_byline(&self, mask: &mut [bool]) -> Option<String> {
         let dom = self.dom;
-        let marked_up = |e: &crate::dom::Element, name_too: bool| {
+        let marked_up = |e: &crate::page::dom::Element, name_too: bool| {
             e.attr("rel").is_some_and(|r| r.contains("author"))
                 || e.attr("itemprop").is_some_and(|r| {
                     r.contains("author") || (name_too && r.split_whitespace().any(|w| w == "name"))

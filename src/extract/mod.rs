@@ -24,7 +24,7 @@ pub struct Article {
     /// The body's paragraphs (plain text, whitespace collapsed), in order.
     #[serde(skip)]
     pub paragraphs: Vec<String>,
-    /// The index XPath ([`crate::dom::Dom::index_xpath`]) of the element
+    /// The index XPath ([`crate::page::dom::Dom::index_xpath`]) of the element
     /// holding the body, when one element holds it.
     pub xpath: Option<String>,
     /// How title and body were found.

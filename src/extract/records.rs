@@ -48,7 +48,7 @@ use html5ever::LocalName;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Field, Record, Records};
-use crate::dom::{Dom, NodeData, NodeId};
+use crate::page::dom::{Dom, NodeData, NodeId};
 use crate::template::cluster::Template;
 use crate::template::minhash::jaccard;
 use crate::template::tree::PageTree;

@@ -102,7 +102,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Field, Record, Region};
-use crate::dom::{Dom, NodeData, NodeId, is_inline};
+use crate::page::dom::{Dom, NodeData, NodeId, is_inline};
 use crate::template::minhash::jaccard;
 
 /// Jaccard similarity of two subtree shapes above which two nodes with the
@@ -1855,7 +1855,7 @@ mod tests {
         let paths: Vec<Vec<u32>> = text_index_paths(&dom).into_iter().map(|(_, p)| p).collect();
         assert_eq!(paths, [vec![], vec![0], vec![0, 0], vec![1]]);
         let p = dom
-            .find_descendant(crate::dom::DOCUMENT, "p")
+            .find_descendant(crate::page::dom::DOCUMENT, "p")
             .unwrap_or_else(|| panic!("no p"));
         assert_eq!(index_path(&dom, p), Some(vec![0, 0]));
         assert_eq!(resolve(&dom, &[0, 0]), Some(p));

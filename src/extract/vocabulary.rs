@@ -27,9 +27,9 @@
 //! content hash. `semclip extract --format json` carries them.
 
 use super::{Article, Record, Records, Region};
+use crate::hierarchy::number::{DecimalStyle, parse_number};
 use crate::hierarchy::table::make_unique;
 use crate::hierarchy::{HNode, Kind};
-use crate::number::{DecimalStyle, parse_number};
 
 /// The `role` of an article section.
 pub const ROLE_ARTICLE: &str = "article";
@@ -110,8 +110,8 @@ fn table(role: &str, records: &[Record], style: DecimalStyle) -> HNode {
 mod tests {
     use super::*;
     use crate::extract::Field;
+    use crate::hierarchy::write::{XmlOptions, to_xml};
     use crate::hierarchy::{Hierarchy, assign_ids};
-    use crate::output::{XmlOptions, to_xml};
 
     fn field(name: &str, text: &str, href: Option<&str>) -> Field {
         Field {
@@ -181,7 +181,7 @@ mod tests {
         };
         assign_ids(&mut h);
         let xml = to_xml(&h, XmlOptions::default());
-        let back = crate::document::read(&xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+        let back = crate::hierarchy::read::read(&xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
         assert_eq!(back, h, "the vocabulary reads back unchanged");
         let s = &back.children[0];
         assert_eq!(s.label.as_deref(), Some("Headline"));

@@ -22,7 +22,7 @@
 //!
 //! # Guarantees
 //! - *One price whatever the encoding.* Prices are read as decimals
-//!   ([`crate::number`]; machine values with a decimal point, visible
+//!   ([`crate::hierarchy::number`]; machine values with a decimal point, visible
 //!   microdata text in the page's locale), so JSON-LD `2879.2` and
 //!   microdata `2879.20` are one price, `num="2879.2"`. The element's text
 //!   is the canonical number and currency, not either encoding's spelling,
@@ -58,10 +58,10 @@
 use serde_json::{Map, Value};
 
 use super::text::normalize;
-use crate::budget::Budget;
-use crate::dom::{DOCUMENT, Dom, NodeData, NodeId};
+use crate::hierarchy::number::{DecimalStyle, parse_number};
 use crate::hierarchy::{HNode, Kind};
-use crate::number::{DecimalStyle, parse_number};
+use crate::page::budget::Budget;
+use crate::page::dom::{DOCUMENT, Dom, NodeData, NodeId};
 
 /// JSON-LD scripts read per page.
 pub const MAX_SCRIPTS: usize = 64;

@@ -31,17 +31,20 @@
 
 mod classes;
 pub mod data;
+pub mod number;
 pub mod packed;
+pub mod read;
 pub mod table;
 pub mod text;
+pub mod write;
 
 use std::collections::HashSet;
 
 pub use classes::{TAG_CLASSES, TagClass, class_of, role_class};
 
-use crate::budget::{Budget, Exceeded, PageLimits};
-use crate::dom::{DOCUMENT, Dom, NodeData, NodeId};
-use crate::number::{DecimalStyle, decimal_style_for_lang, parse_number};
+use crate::hierarchy::number::{DecimalStyle, decimal_style_for_lang, parse_number};
+use crate::page::budget::{Budget, Exceeded, PageLimits};
+use crate::page::dom::{DOCUMENT, Dom, NodeData, NodeId};
 use text::{InlineText, normalize, normalize_pre, word_count};
 
 /// Longest run of text (in words) that labels the structure after it.
@@ -269,7 +272,7 @@ impl Hierarchy {
     }
 
     /// Builds the hierarchy of a page from outside within `limits`, or
-    /// says which bound the page went over (see [`crate::budget`]).
+    /// says which bound the page went over (see [`crate::page::budget`]).
     pub fn from_html_within(
         html: &str,
         url: Option<&str>,

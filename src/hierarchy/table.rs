@@ -47,10 +47,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{Builder, HNode, Kind, TagClass, text_content, weigh, wrap_node};
-use crate::budget::Budget;
-use crate::dom::{NodeData, NodeId};
+use crate::hierarchy::number::parse_number;
 use crate::hierarchy::text::normalize;
-use crate::number::parse_number;
+use crate::page::budget::Budget;
+use crate::page::dom::{NodeData, NodeId};
 
 /// Largest `colspan`/`rowspan` honoured.
 pub const MAX_SPAN: usize = 1000;

@@ -25,9 +25,9 @@ use serde_json::{Value, json};
 
 use super::render::RenderError;
 use crate::config::Clip;
-use crate::document;
+use crate::hierarchy::read;
+use crate::hierarchy::write;
 use crate::hierarchy::{HNode, Hierarchy};
-use crate::output;
 use crate::store::{Snapshot, Store, StoreError};
 use crate::xpath::{HierarchyDoc, XPathValue};
 
@@ -268,7 +268,7 @@ pub fn compute(
         "url": selected.page_url,
         "hash": hash,
         "count": selected.nodes.len(),
-        "nodes": selected.nodes.iter().map(output::node_json).collect::<Vec<_>>(),
+        "nodes": selected.nodes.iter().map(write::node_json).collect::<Vec<_>>(),
     });
     Ok(ClipData {
         snapshot_id: snapshot.id,
@@ -285,15 +285,15 @@ pub fn compute(
 
 fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
     let h = read(watch, &snapshot.xml)?;
-    let xml = output::to_xml(
+    let xml = write::to_xml(
         &h,
-        output::XmlOptions {
+        write::XmlOptions {
             declaration: false,
             indent: true,
             source_url: true,
         },
     );
-    let mut json = output::to_json(&h);
+    let mut json = write::to_json(&h);
     if let Some(o) = json.as_object_mut() {
         o.insert("watch".into(), json!(watch));
         o.insert("hash".into(), json!(snapshot.hash));
@@ -312,7 +312,7 @@ fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
 }
 
 fn read(watch: &str, xml: &str) -> Result<Hierarchy, ClipError> {
-    document::read(xml).map_err(|e| ClipError::Snapshot {
+    read::read(xml).map_err(|e| ClipError::Snapshot {
         watch: watch.to_owned(),
         cause: e.to_string(),
     })
@@ -380,7 +380,7 @@ fn selection_hash(nodes: &[HNode]) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(format!("clip {}\n", nodes.len()).as_bytes());
     for n in nodes {
-        hasher.update(output::node_hash(n).as_bytes());
+        hasher.update(write::node_hash(n).as_bytes());
         hasher.update(b"\n");
     }
     hasher.finalize().to_hex().to_string()
@@ -390,13 +390,13 @@ fn selection_hash(nodes: &[HNode]) -> String {
 /// the selected elements.
 fn clip_document(watch: &str, name: &str, clip: &Clip, selected: &Selected) -> String {
     let mut out = String::from("<clip");
-    output::attr(&mut out, "watch", watch);
-    output::attr(&mut out, "name", name);
-    output::attr(&mut out, "select", &clip.xpath);
-    output::attr(&mut out, "count", &selected.nodes.len().to_string());
-    output::attr(&mut out, "version", VERSION);
+    write::attr(&mut out, "watch", watch);
+    write::attr(&mut out, "name", name);
+    write::attr(&mut out, "select", &clip.xpath);
+    write::attr(&mut out, "count", &selected.nodes.len().to_string());
+    write::attr(&mut out, "version", VERSION);
     if let Some(u) = &selected.page_url {
-        output::attr(&mut out, "url", u);
+        write::attr(&mut out, "url", u);
     }
     if selected.nodes.is_empty() {
         out.push_str("/>\n");
@@ -404,7 +404,7 @@ fn clip_document(watch: &str, name: &str, clip: &Clip, selected: &Selected) -> S
     }
     out.push_str(">\n");
     for n in &selected.nodes {
-        for line in output::node_to_xml(n, true).lines() {
+        for line in write::node_to_xml(n, true).lines() {
             out.push_str("  ");
             out.push_str(line);
             out.push('\n');
@@ -457,9 +457,9 @@ mod tests {
             "<html><body><table><caption>Shares</caption><tr><th>Ticker</th><th>Last</th></tr>\
              <tr><td>GAZP</td><td>{gazp}</td></tr><tr><td>SBER</td><td>{sber}</td></tr></table></body></html>"
         );
-        output::to_xml(
+        write::to_xml(
             &Hierarchy::from_html(&html, None),
-            output::XmlOptions {
+            write::XmlOptions {
                 declaration: false,
                 indent: false,
                 source_url: true,

@@ -43,8 +43,8 @@ use super::auth::Need;
 use super::clip::ClipKey;
 use super::pages::{self, NONE, layout, plural, seg, time, truncate};
 use super::routes::{Error, Form, clip_data, require};
+use crate::config::starter;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
-use crate::starter;
 
 /// Nodes shown in a tree, at most.
 pub const MAX_TREE_NODES: usize = 1500;
@@ -138,7 +138,7 @@ pub async fn tree(
     let taken = data.last_modified;
     let watch = id.clone();
     let body = tokio::task::spawn_blocking(move || {
-        crate::document::read(&xml).map(|h| tree_page(&watch, &title, &h, taken))
+        crate::hierarchy::read::read(&xml).map(|h| tree_page(&watch, &title, &h, taken))
     })
     .await
     .map_err(|e| Error::internal(&e, Form::Html))?
@@ -349,7 +349,7 @@ pub async fn change(
                 }
             }
             let read = |xml: Option<String>| {
-                xml.and_then(|x| match crate::document::read(&x) {
+                xml.and_then(|x| match crate::hierarchy::read::read(&x) {
                     Ok(h) => Some(h),
                     Err(error) => {
                         tracing::warn!(watch = %w, %error, "a stored snapshot does not read back");

@@ -10,7 +10,7 @@
 //! `tag:` URIs, so a feed reader never shows an entry twice.
 //!
 //! Layout events (kind `layout`: something the watch depends on moved or
-//! vanished, see [`crate::layout`]) are not data changes: each is an entry
+//! vanished, see [`crate::monitor::layout`]) are not data changes: each is an entry
 //! of its own titled `WATCH: layout changed` with the Atom category
 //! `layout`, never counted among a check's changes; data entries carry the
 //! category `change`. A watch's clip feeds hold data changes only.

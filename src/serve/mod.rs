@@ -21,6 +21,7 @@
 pub mod auth;
 pub mod clip;
 pub mod listen;
+pub mod metrics;
 pub mod pages;
 pub mod render;
 pub mod view;
@@ -40,9 +41,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::check::StorePool;
 use crate::config::{DaemonConfig, Watch};
-use crate::metrics::Metrics;
+use crate::monitor::check::StorePool;
+use crate::serve::metrics::Metrics;
 
 pub use openapi::openapi;
 pub use routes::app;

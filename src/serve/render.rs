@@ -730,8 +730,8 @@ mod tests {
     use oxrdf::{Literal, NamedNode, NamedOrBlankNode, Term, Triple};
     use oxttl::TurtleParser;
 
+    use crate::hierarchy::write::{XmlOptions, node_to_xml, to_xml};
     use crate::hierarchy::{HNode, Hierarchy, Kind};
-    use crate::output::{XmlOptions, node_to_xml, to_xml};
 
     const BASE: &str = "http://127.0.0.1:8080/clips/quotes";
     const SOURCE: &str = "https://example.org/markets/quotes.html";

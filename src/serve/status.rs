@@ -16,7 +16,7 @@ use super::auth::Need;
 use super::clip::ClipKey;
 use super::routes::{Error, Form, clip_data, html_of, require};
 use super::view::{ChangeView, ClipView, ThresholdView, WatchPage, WatchRow};
-use crate::check::bounds_of;
+use crate::monitor::check::bounds_of;
 
 /// Recent changes on a watch page.
 const CHANGES: usize = 30;
@@ -144,7 +144,7 @@ pub async fn watch(
             ThresholdView {
                 name: t.name.clone(),
                 xpath: t.xpath.clone(),
-                bounds: crate::threshold::describe(&b),
+                bounds: crate::monitor::threshold::describe(&b),
                 state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
                 value: r.and_then(|r| r.value),
                 since: r.map(|r| r.since),

@@ -104,7 +104,7 @@ pub struct WatchPage {
     /// Its recent semantic changes, newest first (data only).
     pub changes: Vec<ChangeView>,
     /// Its recent layout events, newest first: kept apart from the data
-    /// changes (see [`crate::layout`]).
+    /// changes (see [`crate::monitor::layout`]).
     pub layout: Vec<ChangeView>,
     /// Its thresholds, in file order.
     pub thresholds: Vec<ThresholdView>,

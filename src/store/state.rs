@@ -54,7 +54,7 @@ pub struct WatchStatus {
     /// are not parsed.
     pub body_hash: Option<String>,
     /// The hash of the last page body refused for going over the page
-    /// budget (see [`crate::budget`]): the same bytes again are refused
+    /// budget (see [`crate::page::budget`]): the same bytes again are refused
     /// without being parsed.
     pub rejected_body: Option<String>,
 }

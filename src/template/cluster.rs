@@ -1134,7 +1134,7 @@ impl TemplateSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dom::Dom;
+    use crate::page::dom::Dom;
 
     fn features(html: &str, interner: &mut Interner) -> PageFeatures {
         PageFeatures::new(&PageTree::from_dom(&Dom::parse(html)), interner)

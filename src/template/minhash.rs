@@ -222,7 +222,7 @@ pub fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dom::Dom;
+    use crate::page::dom::Dom;
 
     fn tree(html: &str) -> PageTree {
         PageTree::from_dom(&Dom::parse(html))

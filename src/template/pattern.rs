@@ -36,7 +36,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
-use crate::dom::{Dom, NodeData};
+use crate::page::dom::{Dom, NodeData};
 use crate::template::rtdm::{Context, Rtdm, RtdmCosts, similarity};
 use crate::template::ted::{Cost, INFINITE, LTree, Labels, TextLabels, TreeError, text_hash_hex};
 use crate::template::tree::{PageTree, TEXT};

@@ -685,7 +685,7 @@ fn suffix_array(s: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dom::Dom;
+    use crate::page::dom::Dom;
     use proptest::prelude::*;
 
     fn page(html: &str) -> (PageTree, Sequence, Interner) {

@@ -16,7 +16,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::dom::{Dom, NodeData};
+use crate::page::dom::{Dom, NodeData};
 use crate::template::tree::{PageTree, TEXT};
 
 /// An edit cost. Costs add with saturation, so [`INFINITE`] stays

@@ -10,10 +10,10 @@
 
 use html5ever::LocalName;
 
-use crate::dom::{Dom, NodeData, NodeId};
+use crate::page::dom::{Dom, NodeData, NodeId};
 
 /// Deepest node kept (deeper content is dropped from the structure; the
-/// DOM already caps nesting at [`crate::dom::MAX_PARSE_DEPTH`]).
+/// DOM already caps nesting at [`crate::page::dom::MAX_PARSE_DEPTH`]).
 pub const MAX_TREE_DEPTH: u32 = 256;
 
 /// One node of a [`PageTree`].
@@ -59,7 +59,7 @@ impl PageTree {
     /// document element when there is no body). Empty for an empty DOM.
     pub fn from_dom(dom: &Dom) -> PageTree {
         let root = dom.body().or_else(|| {
-            dom.children(crate::dom::DOCUMENT)
+            dom.children(crate::page::dom::DOCUMENT)
                 .find(|&c| dom.element(c).is_some())
         });
         let mut tree = PageTree { nodes: Vec::new() };

@@ -22,7 +22,7 @@
 //! # Guarantees
 //!
 //! - **Same answers as libxml2.** The document the native evaluator walks
-//!   is the one [`crate::output::to_xml`] writes (the `page` root with its
+//!   is the one [`crate::hierarchy::write::to_xml`] writes (the `page` root with its
 //!   `label`, `url`, `lang`, `version` and `xpath` attributes, then each
 //!   node's `label`, `key`, `col`, further attributes, `num` and `xpath`),
 //!   and XPath 1.0's rules for document order, positions within each
@@ -38,8 +38,8 @@
 use std::cell::OnceCell;
 
 use crate::VOCABULARY_VERSION;
+use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{HNode, Hierarchy};
-use crate::output::{XmlOptions, to_xml};
 
 use super::{HierarchyDoc, XPathError};
 

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use semclip::dom::{DOCUMENT, Dom};
 use semclip::extract::article;
+use semclip::page::dom::{DOCUMENT, Dom};
 
 use crate::util::{corpus, read_page};
 

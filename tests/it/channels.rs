@@ -1142,7 +1142,7 @@ fn channel_notifiers_load_from_the_daemon_file() {
 /// transaction id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
-    use semclip::check::StorePool;
+    use semclip::monitor::check::StorePool;
     use semclip::store::{CheckState, OutboxState, Queued, Store, WatchStatus};
     use std::collections::HashMap;
     use std::time::UNIX_EPOCH;
@@ -1203,7 +1203,7 @@ async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
 
     matrix.mode(Mode::Down);
     let now = t0 + Duration::from_secs(1);
-    let round = semclip::outbox::deliver_due(&stores, &notifiers, give_up, now)
+    let round = semclip::daemon::outbox::deliver_due(&stores, &notifiers, give_up, now)
         .await
         .expect("round 1");
     assert_eq!((round.delivered, round.retrying, round.given_up), (0, 2, 1));
@@ -1243,7 +1243,7 @@ async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
     // Later: Matrix is back; the revoked row is not tried again.
     matrix.mode(Mode::Up);
     let later = retry.next_attempt;
-    let round = semclip::outbox::deliver_due(&stores, &notifiers, give_up, later)
+    let round = semclip::daemon::outbox::deliver_due(&stores, &notifiers, give_up, later)
         .await
         .expect("round 2");
     assert_eq!((round.delivered, round.given_up), (1, 0), "{round:?}");

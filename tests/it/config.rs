@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use semclip::config::schedule::Schedule;
 use semclip::config::{self, Auth, NotifierConfig, Scope, SmtpSecurity};
-use semclip::schedule::Schedule;
 
 use crate::util::root;
 
@@ -127,7 +127,8 @@ fn the_demo_thresholds_select_numbers_on_the_quotes_page() {
         .unwrap();
     let html = std::fs::read_to_string(root().join("site/quotes.html")).unwrap();
     let h = semclip::hierarchy::Hierarchy::from_html(&html, None);
-    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let xml =
+        semclip::hierarchy::write::to_xml(&h, semclip::hierarchy::write::XmlOptions::default());
     let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
     let mut values = Vec::new();
     for t in &q.thresholds {

@@ -1,8 +1,8 @@
 //! Whole-corpus checks: for every real page, the document is well-formed,
 //! deterministic, and every `xpath` attribute selects exactly its element.
 
+use semclip::hierarchy::write::{XmlOptions, to_xml};
 use semclip::hierarchy::{HNode, Hierarchy};
-use semclip::output::{XmlOptions, to_xml};
 use semclip::xpath::HierarchyDoc;
 
 use crate::util::{corpus, corpus_pages, read_page};
@@ -137,8 +137,8 @@ fn hierarchy_strings(h: &Hierarchy) -> Vec<String> {
 /// "What is dropped": scripts, styles, templates, `noscript`, SVG, MathML,
 /// iframes, media, form controls, `hidden` and `aria-hidden` content).
 fn visible_texts(html: &str) -> Vec<String> {
-    use semclip::dom::{DOCUMENT, Dom, NodeData};
     use semclip::hierarchy::{TagClass, class_of, text::normalize};
+    use semclip::page::dom::{DOCUMENT, Dom, NodeData};
     let dom = Dom::parse(html);
     let mut out = Vec::new();
     let (title, _) = semclip::hierarchy::title_and_lang(&dom);

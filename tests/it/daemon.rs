@@ -174,11 +174,12 @@ fn store(dir: &Path) -> Store {
 fn the_fixture_page_reads_as_the_tests_expect() {
     let h =
         semclip::hierarchy::Hierarchy::from_html(&crate::fixture::quotes_page("305,40", 1), None);
-    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let xml =
+        semclip::hierarchy::write::to_xml(&h, semclip::hierarchy::write::XmlOptions::default());
     let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
-    let r = semclip::threshold::read(&doc, GAZP).unwrap();
+    let r = semclip::monitor::threshold::read(&doc, GAZP).unwrap();
     assert!(
-        matches!(&r, semclip::threshold::Reading::Value { value, context, .. }
+        matches!(&r, semclip::monitor::threshold::Reading::Value { value, context, .. }
             if *value == 305.4 && context == "Market / Shares / GAZP / Last"),
         "{r:?}\n{xml}"
     );
@@ -189,8 +190,8 @@ fn the_fixture_page_reads_as_the_tests_expect() {
             None,
         );
         assert_eq!(
-            semclip::output::content_hash(&other),
-            semclip::output::content_hash(&h),
+            semclip::hierarchy::write::content_hash(&other),
+            semclip::hierarchy::write::content_hash(&h),
             "variant {m}"
         );
     }

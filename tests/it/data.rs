@@ -2,8 +2,8 @@
 //! microdata, RDFa Lite and OpenGraph, one normalised price each, and a
 //! threshold on it through `semclip check`.
 
+use semclip::hierarchy::write::{XmlOptions, to_xml};
 use semclip::hierarchy::{HNode, Hierarchy, Kind};
-use semclip::output::{XmlOptions, to_xml};
 use semclip::xpath::HierarchyDoc;
 
 use crate::util::{describe, fixture, semclip};
@@ -110,8 +110,8 @@ fn one_price_from_two_encodings_and_the_same_hierarchy_from_either() {
     let m = Hierarchy::from_html(&microdata_only, None);
     assert_eq!(m.children[0], both.children[0]);
     assert_eq!(
-        semclip::output::content_hash(&m),
-        semclip::output::content_hash(&both)
+        semclip::hierarchy::write::content_hash(&m),
+        semclip::hierarchy::write::content_hash(&both)
     );
 }
 
@@ -155,7 +155,7 @@ fn offers_with_different_prices_are_a_range_and_junk_is_no_price() {
 fn the_data_element_reads_back_and_diffs_by_name() {
     let h = page("two-encodings.html");
     let xml = to_xml(&h, XmlOptions::default());
-    let back = semclip::document::read(&xml).unwrap();
+    let back = semclip::hierarchy::read::read(&xml).unwrap();
     assert_eq!(to_xml(&back, XmlOptions::default()), xml);
     // A new price is one update named `price`.
     let html = std::fs::read_to_string(fixture("data/two-encodings.html")).unwrap();

@@ -3,9 +3,9 @@
 //! against the all-pairs oracle.
 
 use semclip::diff::{Change, ChangeKind, diff, diff_naive};
-use semclip::dom::Dom;
 use semclip::hierarchy::Hierarchy;
-use semclip::output::content_hash;
+use semclip::hierarchy::write::content_hash;
+use semclip::page::dom::Dom;
 
 use crate::markup::{CHANGES, Change as Markup, write_html};
 use crate::util::{corpus, corpus_pages, describe, fixture, read_page, semclip};
@@ -369,7 +369,7 @@ fn cli_diff_exit_status_and_formats() {
 /// an item duplicated (inserted), a table cell edited, a heading renamed.
 #[test]
 fn data_edits_on_real_pages_give_exactly_those_changes() {
-    use semclip::dom::NodeData;
+    use semclip::page::dom::NodeData;
     let Some(corpus) = corpus("data_edits_on_real_pages_give_exactly_those_changes") else {
         return;
     };

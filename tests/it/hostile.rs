@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use semclip::budget::{Measure, PageLimits};
 use semclip::hierarchy::{HNode, Hierarchy, MAX_ID_LABEL_CHARS};
+use semclip::page::budget::{Measure, PageLimits};
 
 use crate::daemon::{Daemon, file_alerts, quotes_watch, setup};
 use crate::fixture::Site;
@@ -63,7 +63,8 @@ fn a_long_heading_is_not_copied_into_every_id() {
         "an id of {longest} bytes"
     );
     // The truncated ids still select exactly their node.
-    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let xml =
+        semclip::hierarchy::write::to_xml(&h, semclip::hierarchy::write::XmlOptions::default());
     let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
     for id in [&all[0], &all[1], &all[2000]] {
         assert_eq!(
@@ -82,7 +83,8 @@ fn long_labels_sharing_a_prefix_get_ordinals_that_select_them() {
          <h2>{prefix}b</h2><p>two</p><h2>short</h2><p>three</p>"
     );
     let h = Hierarchy::from_html(&page, None);
-    let xml = semclip::output::to_xml(&h, semclip::output::XmlOptions::default());
+    let xml =
+        semclip::hierarchy::write::to_xml(&h, semclip::hierarchy::write::XmlOptions::default());
     let doc = semclip::xpath::HierarchyDoc::parse(&xml).unwrap();
     let mut all = Vec::new();
     ids(&h.children, &mut all);

@@ -494,21 +494,24 @@ fn watch_of(dir: &Path, h: &semclip::hierarchy::Hierarchy) -> semclip::config::W
 fn through_layout(
     html: &str,
     watch: &semclip::config::Watch,
-    previous: &semclip::layout::LayoutState,
+    previous: &semclip::monitor::layout::LayoutState,
 ) -> (
-    semclip::layout::WatchPage,
-    semclip::layout::Found,
-    semclip::layout::LayoutState,
-    Option<semclip::layout::LayoutEvent>,
+    semclip::monitor::layout::WatchPage,
+    semclip::monitor::layout::Found,
+    semclip::monitor::layout::LayoutState,
+    Option<semclip::monitor::layout::LayoutEvent>,
 ) {
-    use semclip::budget::Budget;
     use semclip::config::PageLimits;
+    use semclip::page::budget::Budget;
     let budget = Budget::new(PageLimits::default());
-    let page = semclip::layout::build_page(html, None, watch, previous, None, &budget)
+    let page = semclip::monitor::layout::build_page(html, None, watch, previous, None, &budget)
         .unwrap_or_else(|e| panic!("{e}"));
-    let xml = semclip::output::to_xml(&page.hierarchy, semclip::output::XmlOptions::default());
-    let found = semclip::layout::xpaths_found(watch, &xml);
-    let (state, event) = semclip::layout::assess(watch, previous, &page, &found);
+    let xml = semclip::hierarchy::write::to_xml(
+        &page.hierarchy,
+        semclip::hierarchy::write::XmlOptions::default(),
+    );
+    let found = semclip::monitor::layout::xpaths_found(watch, &xml);
+    let (state, event) = semclip::monitor::layout::assess(watch, previous, &page, &found);
     (page, found, state, event)
 }
 
@@ -516,8 +519,8 @@ fn through_layout(
 fn markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus() {
     use crate::markup::{CHANGES, Change, write_html};
     use crate::util::{corpus, corpus_pages, read_page};
-    use semclip::dom::Dom;
-    use semclip::layout::LayoutState;
+    use semclip::monitor::layout::LayoutState;
+    use semclip::page::dom::Dom;
     let Some(corpus) =
         corpus("markup_only_edits_raise_no_layout_and_no_change_event_on_the_corpus")
     else {

@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
-use semclip::dom::{DOCUMENT, Dom, NodeData, NodeId};
 use semclip::hierarchy::Hierarchy;
-use semclip::output::{XmlOptions, to_xml};
+use semclip::hierarchy::write::{XmlOptions, to_xml};
+use semclip::page::dom::{DOCUMENT, Dom, NodeData, NodeId};
 
 use crate::util::{corpus, corpus_pages, read_page};
 

@@ -3,9 +3,9 @@
 //! hierarchy unchanged by markup-only changes.
 
 use proptest::prelude::*;
-use semclip::dom::Dom;
 use semclip::hierarchy::Hierarchy;
-use semclip::output::{XmlOptions, to_xml};
+use semclip::hierarchy::write::{XmlOptions, to_xml};
+use semclip::page::dom::Dom;
 
 use crate::corpus::check_page;
 use crate::markup::{CHANGES, write_html};
@@ -144,7 +144,7 @@ proptest! {
             prop_assert!(applied.is_ok(), "{:?}", applied);
         }
         // Equal hashes mean no changes.
-        if semclip::output::content_hash(&ha) == semclip::output::content_hash(&hb) {
+        if semclip::hierarchy::write::content_hash(&ha) == semclip::hierarchy::write::content_hash(&hb) {
             prop_assert!(semclip::diff::diff(&ha, &hb).is_empty());
         }
     }

@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use semclip::dom::Dom;
 use semclip::extract::records;
+use semclip::page::dom::Dom;
 
 use crate::util::{corpus, read_page};
 

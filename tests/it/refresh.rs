@@ -3,9 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use semclip::dom::Dom;
 use semclip::hierarchy::Hierarchy;
-use semclip::refresh::refresh;
+use semclip::monitor::compare::refresh;
+use semclip::page::dom::Dom;
 use semclip::store::{Recorded, Retention, Store};
 
 use crate::markup::{CHANGES, Change, write_html};
@@ -67,9 +67,9 @@ fn markup_only_changes_store_nothing_and_data_changes_store_events() {
     assert_eq!(events[0].change["delta"], "1.8");
     // The stored snapshot reads back as the same data.
     let current = store.current("quotes").unwrap().unwrap();
-    let back = semclip::document::read(&current.xml).unwrap();
+    let back = semclip::hierarchy::read::read(&current.xml).unwrap();
     assert!(semclip::diff::diff(&back, &changed).is_empty());
-    assert_eq!(semclip::output::content_hash(&back), r.hash);
+    assert_eq!(semclip::hierarchy::write::content_hash(&back), r.hash);
 }
 
 /// A watch's `ignore` list: a part that changes on every load (a visitor

@@ -13,9 +13,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use semclip::dom::{Dom, NodeData, NodeId};
 use semclip::extract::Region;
 use semclip::extract::region::{self, Grouping, Wrapper};
+use semclip::page::dom::{Dom, NodeData, NodeId};
 
 use crate::util::{corpus, read_page};
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use semclip::dom::Dom;
+use semclip::page::dom::Dom;
 use semclip::template::pattern::{MatchCosts, Pattern};
 use semclip::template::rtdm::{Rtdm, RtdmResult, rtdm, similarity};
 use semclip::template::ted::{INFINITE, LTree, Labels, TextLabels, UnitCosts, ted_unit};

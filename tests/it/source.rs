@@ -1,4 +1,4 @@
-//! Integration tests for `semclip::source`: takes pages in many encodings,
+//! Integration tests for `semclip::page::source`: takes pages in many encodings,
 //! from files, `file:` URLs and a loopback HTTP server started by each test
 //! (canned responses: redirects, errors, stalls, gzip bombs), and checks that
 //! they load within their limits and decode to exactly the text they hold.
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use encoding_rs::{
     Encoding, GBK, KOI8_R, KOI8_U, SHIFT_JIS, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1251,
 };
-use semclip::source::{
+use semclip::page::source::{
     DEFAULT_MAX_BODY_BYTES, EncodingSource, FetchOptions, RawPage, SourceError, USER_AGENT, decode,
     http_client, load,
 };
@@ -1243,12 +1243,12 @@ fn the_default_limit_is_20_mib() {
 }
 
 // ---------------------------------------------------------------------------
-// The daemon's fetcher behind its fence (`semclip::fetch`, `semclip::fence`)
+// The daemon's fetcher behind its fence (`semclip::page::fetch`, `semclip::page::fence`)
 
 mod fenced {
     use super::*;
-    use semclip::fence::{AllowHost, Fence, FenceError};
-    use semclip::fetch::{Clients, Credentials, Fetched, HostLimiter, PageRequest, fetch};
+    use semclip::page::fence::{AllowHost, Fence, FenceError};
+    use semclip::page::fetch::{Clients, Credentials, Fetched, HostLimiter, PageRequest, fetch};
 
     fn request(url: &str) -> PageRequest {
         PageRequest {

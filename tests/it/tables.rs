@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use semclip::hierarchy::write::{XmlOptions, to_xml};
 use semclip::hierarchy::{Hierarchy, pseudo_tables};
-use semclip::output::{XmlOptions, to_xml};
 
 use crate::util::{corpus, fixture};
 
@@ -216,7 +216,7 @@ fn inscriptis_snapshots() {
         let h = Hierarchy::from_html(&html, None);
         insta::assert_snapshot!(
             format!("inscriptis__{name}"),
-            semclip::output::to_outline(&h)
+            semclip::hierarchy::write::to_outline(&h)
         );
         n += 1;
     }
@@ -254,7 +254,7 @@ fn layout_tables_are_containers() {
          <table><tr><td>Menu</td><td><h2>Body</h2><p>Text</p></td></tr><tr><td>a</td><td>b</td></tr></table>",
         None,
     );
-    let out = semclip::output::to_outline(&h);
+    let out = semclip::hierarchy::write::to_outline(&h);
     assert!(
         !out.contains("table"),
         "layout tables must not become data:\n{out}"
@@ -379,7 +379,7 @@ fn a_first_row_header_keeps_the_key_column_header() {
         .select_ids("//table[@keycol='Name']/row[@key='Alice']")
         .unwrap();
     assert_eq!(found, [format!("{t}/row[@key='Alice']")]);
-    let outline = semclip::output::to_outline(&Hierarchy::from_html(html, None));
+    let outline = semclip::hierarchy::write::to_outline(&Hierarchy::from_html(html, None));
     assert!(outline.contains("table (keyed by Name)"), "{outline}");
 }
 

@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use semclip::dom::Dom;
+use semclip::page::dom::Dom;
 use semclip::template::cluster::{
     DEFAULT_THRESHOLD, DistanceMatrix, Linkage, MatrixOptions, Observation, PageFeatures, Template,
     TemplateSet, agglomerate,

@@ -86,7 +86,7 @@ pub fn corpus_pages(corpus: &Path) -> Vec<PathBuf> {
 pub fn read_page(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
     let url = url::Url::from_file_path(path).ok();
-    semclip::source::decode(&bytes, None, url.as_ref()).text
+    semclip::page::source::decode(&bytes, None, url.as_ref()).text
 }
 
 /// Runs the built `semclip` binary with `args` (and optional stdin).

@@ -11,7 +11,7 @@
 //! and the threshold reading must be equal.
 
 use semclip::hierarchy::{HNode, Hierarchy, xpath_literal};
-use semclip::threshold::{read, read_on};
+use semclip::monitor::threshold::{read, read_on};
 use semclip::xpath::native::Evaluator;
 use semclip::xpath::{HierarchyDoc, XPathValue};
 

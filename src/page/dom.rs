@@ -19,7 +19,7 @@ use html5ever::tokenizer::{TagKind, Token, TokenSink, TokenSinkResult, Tokenizer
 use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
 use html5ever::{Attribute, LocalName, Namespace, QualName, TokenizerResult, ns};
 
-use crate::budget::{Budget, PageLimits};
+use crate::page::budget::{Budget, PageLimits};
 
 /// Deepest element nesting the parser builds. Deeper start tags are
 /// ignored (their text still lands in the deepest element), as browsers cap

@@ -163,9 +163,9 @@ pub enum SourceError {
     },
     /// The daemon's fence refused the page: a redirect to an internal
     /// address or to another scheme, a file outside the file roots, a
-    /// special file (see [`crate::fence`]).
+    /// special file (see [`crate::page::fence`]).
     #[error(transparent)]
-    Fenced(#[from] crate::fence::FenceError),
+    Fenced(#[from] crate::page::fence::FenceError),
     /// A redirect without a usable `Location`.
     #[error("{url} redirected to an invalid location `{location}`")]
     BadRedirect {
@@ -243,7 +243,7 @@ pub fn http_client(opts: &FetchOptions) -> Result<reqwest::Client, SourceError> 
 /// What every semclip client shares: rustls, [`USER_AGENT`], `Accept`,
 /// gzip, brotli and deflate, `opts`' timeouts and proxy, no `Referer`.
 /// [`http_client`] adds the redirect limit; the daemon's fetcher
-/// ([`crate::fetch`]) follows redirects itself, through its fence.
+/// ([`crate::page::fetch`]) follows redirects itself, through its fence.
 ///
 /// # Errors
 ///

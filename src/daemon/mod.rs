@@ -18,6 +18,9 @@
 //! Under systemd (`Type=notify`) the daemon reports readiness, reloads and
 //! stopping, and pings the watchdog when one is configured.
 
+pub mod demo;
+pub mod outbox;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,10 +31,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use crate::check::{self, CheckReport, Engine, PageOutcome, StorePool};
 use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
+use crate::monitor::check::{self, CheckReport, Engine, PageOutcome, StorePool};
 use crate::notify::Notifier;
-use crate::outbox;
 
 /// How long checks in flight may take to finish at shutdown.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -72,7 +74,7 @@ pub fn notifiers(daemon: &DaemonConfig) -> anyhow::Result<HashMap<String, Notifi
     if daemon.notifiers.is_empty() {
         return Ok(HashMap::new());
     }
-    let http = crate::source::http_client(&crate::source::FetchOptions::default())?;
+    let http = crate::page::source::http_client(&crate::page::source::FetchOptions::default())?;
     daemon
         .notifiers
         .iter()
@@ -155,7 +157,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         "semclip starting"
     );
 
-    let metrics = Arc::new(crate::metrics::Metrics::new());
+    let metrics = Arc::new(crate::serve::metrics::Metrics::new());
     let stop_server = Arc::new(Notify::new());
     let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     // Tasks that finish on their own once told to stop (the server after
@@ -209,7 +211,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     if let Some(demo) = &daemon.demo {
         let addr = demo.listen;
         endless.spawn(async move {
-            if let Err(error) = crate::demo::serve(addr).await {
+            if let Err(error) = crate::daemon::demo::serve(addr).await {
                 tracing::error!(%addr, %error, "the demo site cannot start");
             }
         });
@@ -450,7 +452,7 @@ async fn outbox_loop(
     give_up: Duration,
     wake: Arc<Notify>,
     stop: Arc<Notify>,
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::serve::metrics::Metrics>,
 ) {
     loop {
         match outbox::deliver_due(&stores, &notifiers, give_up, SystemTime::now()).await {

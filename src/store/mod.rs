@@ -81,9 +81,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flate2::read::ZlibDecoder;
 
-use crate::document;
+use crate::hierarchy::read;
+use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
-use crate::output::{XmlOptions, to_xml};
 mod state;
 
 pub use state::{
@@ -1345,7 +1345,7 @@ impl SnapshotRow {
         match self.format()? {
             SnapshotFormat::ZstdPacked => Ok(packed::unpack(&bytes)?),
             SnapshotFormat::ZlibXml | SnapshotFormat::ZstdXml => {
-                Ok(document::read(&String::from_utf8(bytes)?)?)
+                Ok(read::read(&String::from_utf8(bytes)?)?)
             }
         }
     }

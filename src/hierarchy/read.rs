@@ -1,5 +1,5 @@
 //! Reading a hierarchy document back: XML text (as written by
-//! [`crate::output::to_xml`]) in, a [`Hierarchy`] out, so saved hierarchies
+//! [`crate::hierarchy::write::to_xml`]) in, a [`Hierarchy`] out, so saved hierarchies
 //! can be diffed and served like freshly built ones.
 
 use libxml::parser::Parser;

@@ -19,18 +19,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::budget::{Budget, Exceeded, PageLimits};
 use crate::commands::diff::text_line;
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
-use crate::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
-use crate::layout::{self, LayoutState, WatchPage};
+use crate::monitor::compare::{self, Prepared};
+use crate::monitor::layout::{self, LayoutState, WatchPage};
+use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
-use crate::refresh::{self, Prepared};
-use crate::source::{FetchOptions, RawPage};
+use crate::page::budget::{Budget, Exceeded, PageLimits};
+use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
+use crate::page::source::{FetchOptions, RawPage};
 use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
 use crate::template::cluster::TemplateSet;
-use crate::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::xpath::native::Evaluator;
 
 /// A few open stores on one file, shared by the blocking threads that run
@@ -601,7 +601,7 @@ impl Work<'_> {
         };
         self.status.rejected_body = None;
         let h = &page.hierarchy;
-        match refresh::prepare(store, &watch.id, h, &watch.ignore) {
+        match compare::prepare(store, &watch.id, h, &watch.ignore) {
             Err(error) => {
                 let message = error_chain(&error);
                 self.failed(&message, f.alert_after);
@@ -675,7 +675,7 @@ impl Work<'_> {
     }
 
     /// Layout monitoring after a page was read: the new layout state, and
-    /// at most one layout event (see [`crate::layout`]). The event is kept
+    /// at most one layout event (see [`crate::monitor::layout`]). The event is kept
     /// in the change history (as kind `layout`, apart from data changes) and
     /// logged; it becomes an alert only when the watch names notifiers in
     /// `layout.notify`, so a watch that did not ask for layout alerts never

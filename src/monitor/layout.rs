@@ -53,14 +53,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{Budget, Exceeded};
 use crate::config::{ExtractSpec, Watch};
-use crate::dom::Dom;
 use crate::extract::{self, region::Wrapper, vocabulary};
+use crate::hierarchy::number::decimal_style_for_lang;
 use crate::hierarchy::{
     HNode, Hierarchy, Kind, assign_ids_within, build_parts_within, build_within, weigh,
 };
-use crate::number::decimal_style_for_lang;
+use crate::page::budget::{Budget, Exceeded};
+use crate::page::dom::Dom;
 use crate::template::cluster::{Template, TemplateSet};
 use crate::template::minhash::{Sketch, jaccard};
 use crate::template::tree::PageTree;
@@ -262,7 +262,7 @@ pub fn build_page(
 
 /// The DOM elements at the tree indices `nodes` that are not inside
 /// another of them, in document order: the roots of the data regions.
-fn maximal_elements(tree: &PageTree, nodes: &[usize]) -> Vec<crate::dom::NodeId> {
+fn maximal_elements(tree: &PageTree, nodes: &[usize]) -> Vec<crate::page::dom::NodeId> {
     let mut sorted: Vec<usize> = nodes
         .iter()
         .copied()

@@ -25,7 +25,7 @@ pub const STEP: Duration = Duration::from_secs(10);
 /// GAZP's last price, step by step (the bundled watch alerts above 300).
 pub const CYCLE: [f64; 6] = [251.30, 268.40, 305.40, 312.75, 296.10, 288.20];
 
-const PAGE: &str = include_str!("../site/quotes.html");
+const PAGE: &str = include_str!("../../site/quotes.html");
 
 /// The page at `step` of the cycle, with `clock` as its time and `noise`
 /// as its markup churn.

@@ -17,9 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::check::{CheckError, StorePool};
-use crate::fetch::backoff;
+use crate::monitor::check::{CheckError, StorePool};
 use crate::notify::{Alert, DeliveryError, Notifier};
+use crate::page::fetch::backoff;
 use crate::store::OutboxEntry;
 
 /// Rows read per round.

@@ -4,7 +4,7 @@
 //! spacing between request starts to one host, and one shared HTTP client
 //! per distinct set of client options.
 //!
-//! Every fetch goes through the daemon's fence ([`crate::fence`]): redirects
+//! Every fetch goes through the daemon's fence ([`crate::page::fence`]): redirects
 //! are followed here, hop by hop, not by the HTTP client, so that each hop
 //! is judged on its own. A hop to the watch's own host and port, to a public
 //! literal address or to an admitted host goes out on an open client; a hop
@@ -30,8 +30,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use url::{Host, Url};
 
-use crate::fence::{self, Fence, FenceError, FencedRead, FencedResolver, ResolverRefusal, Route};
-use crate::source::{self, FetchOptions, HttpFetched, RawPage, SourceError};
+use crate::page::fence::{
+    self, Fence, FenceError, FencedRead, FencedResolver, ResolverRefusal, Route,
+};
+use crate::page::source::{self, FetchOptions, HttpFetched, RawPage, SourceError};
 
 /// Credentials for a request.
 #[derive(Clone)]

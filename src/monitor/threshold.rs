@@ -16,7 +16,7 @@
 //! is judged afresh, so a value still beyond the bound alerts again, which
 //! after a redesign is what a user wants to hear.
 
-use crate::number::{DecimalStyle, parse_number};
+use crate::hierarchy::number::{DecimalStyle, parse_number};
 use crate::xpath::native::Evaluator;
 use crate::xpath::{HierarchyDoc, NodeKind, XPathError, XPathValue};
 
@@ -487,7 +487,8 @@ mod tests {
              <tr><th>Ticker<th>Last<tr><td>GAZP<td>251,30<tr><td>SBER<td>300.10</table>",
             None,
         );
-        let xml = crate::output::to_xml(&h, crate::output::XmlOptions::default());
+        let xml =
+            crate::hierarchy::write::to_xml(&h, crate::hierarchy::write::XmlOptions::default());
         let doc = HierarchyDoc::parse(&xml).unwrap();
         let r = read(&doc, "//row[@key='GAZP']/cell[@col='Last']/@num").unwrap();
         let Reading::Value {

@@ -1,0 +1,19 @@
+//! One check of one watch: the page in, changes, threshold alarms and
+//! alerts (queued in the outbox) out, recorded in one store transaction.
+//!
+//! - [`check`]: the orchestration of one check (fetch, build, compare,
+//!   thresholds, layout, alerts) and its report;
+//! - [`layout`]: the page a watch compares (its clips, `monitor: data`) and
+//!   the layout events raised when what the watch's XPaths address moves;
+//! - [`compare`]: the hash compare against the stored snapshot, and on a
+//!   difference the semantic diff and the new snapshot;
+//! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
+//!   hysteresis.
+//!
+//! The daemon schedules checks and `semclip check` runs them once; neither
+//! lives here.
+
+pub mod check;
+pub mod compare;
+pub mod layout;
+pub mod threshold;
