@@ -1320,6 +1320,71 @@ pub fn decimal_sub(y: &str, x: &str) -> Option<String> {
     Some(out)
 }
 
+/// Labels joined as a path: `Shares / GAZP / Last`.
+fn label_path(labels: &[String]) -> String {
+    labels
+        .iter()
+        .filter(|l| !l.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+impl Change {
+    /// The change as one line in data terms, the one rendering every text
+    /// output uses (`semclip diff`, `semclip check`, alerts):
+    /// `update  Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
+    pub fn line(&self) -> String {
+        let c = self;
+        let ctx = label_path(&c.context);
+        let at = if ctx.is_empty() {
+            String::new()
+        } else {
+            format!("{ctx}: ")
+        };
+        let size = c
+            .size
+            .map(|n| match n {
+                0 => " (label only)".to_string(),
+                1 => " (1 value)".to_string(),
+                n => format!(" ({n} values)"),
+            })
+            .unwrap_or_default();
+        match c.kind {
+            ChangeKind::Update => {
+                let delta = c
+                    .delta
+                    .as_ref()
+                    .map(|d| {
+                        if d.starts_with('-') {
+                            format!(" ({d})")
+                        } else {
+                            format!(" (+{d})")
+                        }
+                    })
+                    .unwrap_or_default();
+                let places = match c.size {
+                    Some(n) if n > 1 => format!(" (column header, {n} rows)"),
+                    _ => String::new(),
+                };
+                format!(
+                    "update  {at}{} -> {}{delta}{places}",
+                    c.old.as_deref().unwrap_or(""),
+                    c.new.as_deref().unwrap_or("")
+                )
+            }
+            ChangeKind::Insert => format!("insert  {at}{}{size}", c.new.as_deref().unwrap_or("")),
+            ChangeKind::Delete => format!("delete  {at}{}{size}", c.old.as_deref().unwrap_or("")),
+            ChangeKind::Move => format!(
+                "move    {} -> {}: {}",
+                label_path(&c.context),
+                label_path(c.new_context.as_deref().unwrap_or_default()),
+                c.old.as_deref().unwrap_or("")
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,6 @@ use anyhow::bail;
 
 use super::Outcome;
 use crate::cli::CheckArgs;
-use crate::commands::diff::text_line;
 use crate::daemon;
 use crate::monitor::check::{self, Engine, PageOutcome};
 
@@ -71,7 +70,7 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
         writeln!(out, "{}", daemon::describe(report))?;
         if let PageOutcome::Changed(changes) = &report.outcome {
             for c in changes {
-                writeln!(out, "  {}", text_line(c))?;
+                writeln!(out, "  {}", c.line())?;
             }
         }
         for (name, level, value) in &report.thresholds {

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use super::{Outcome, load_hierarchy};
 use crate::cli::{DiffArgs, DiffFormat};
-use crate::diff::{Change, ChangeKind, diff_ignoring, ignored_ids};
+use crate::diff::{Change, diff_ignoring, ignored_ids};
 use crate::xpath::check_syntax;
 
 /// Runs the command, writing to `out`.
@@ -37,75 +37,13 @@ pub async fn run(args: &DiffArgs, out: &mut dyn Write) -> anyhow::Result<Outcome
 /// Formats changes.
 pub fn render(changes: &[Change], format: DiffFormat) -> anyhow::Result<String> {
     Ok(match format {
-        DiffFormat::Text => changes
-            .iter()
-            .map(|c| format!("{}\n", text_line(c)))
-            .collect(),
+        DiffFormat::Text => changes.iter().map(|c| format!("{}\n", c.line())).collect(),
         DiffFormat::Json => {
             let v = serde_json::json!({ "version": "1", "changes": changes });
             format!("{}\n", serde_json::to_string_pretty(&v)?)
         }
         DiffFormat::Xml => to_changes_xml(changes),
     })
-}
-
-fn path(labels: &[String]) -> String {
-    labels
-        .iter()
-        .filter(|l| !l.is_empty())
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(" / ")
-}
-
-/// One change in data terms: `update  Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
-pub fn text_line(c: &Change) -> String {
-    let ctx = path(&c.context);
-    let at = if ctx.is_empty() {
-        String::new()
-    } else {
-        format!("{ctx}: ")
-    };
-    let size = c
-        .size
-        .map(|n| match n {
-            0 => " (label only)".to_string(),
-            1 => " (1 value)".to_string(),
-            n => format!(" ({n} values)"),
-        })
-        .unwrap_or_default();
-    match c.kind {
-        ChangeKind::Update => {
-            let delta = c
-                .delta
-                .as_ref()
-                .map(|d| {
-                    if d.starts_with('-') {
-                        format!(" ({d})")
-                    } else {
-                        format!(" (+{d})")
-                    }
-                })
-                .unwrap_or_default();
-            let places = match c.size {
-                Some(n) if n > 1 => format!(" (column header, {n} rows)"),
-                _ => String::new(),
-            };
-            format!(
-                "update  {at}{} -> {}{delta}{places}",
-                c.old.as_deref().unwrap_or(""),
-                c.new.as_deref().unwrap_or("")
-            )
-        }
-        ChangeKind::Insert => format!("insert  {at}{}{size}", c.new.as_deref().unwrap_or("")),
-        ChangeKind::Delete => format!("delete  {at}{}{size}", c.old.as_deref().unwrap_or("")),
-        ChangeKind::Move => format!(
-            "move    {} -> {}: {}",
-            path(&c.context),
-            path(c.new_context.as_deref().unwrap_or_default()),
-            c.old.as_deref().unwrap_or("")
-        ),
-    }
 }
 
 fn esc(s: &str) -> String {

@@ -32,8 +32,9 @@ use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
-use crate::monitor::check::{self, CheckReport, Engine, PageOutcome, StorePool};
+use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
 use crate::notify::Notifier;
+use crate::store::pool::StorePool;
 
 /// How long checks in flight may take to finish at shutdown.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -17,10 +17,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::monitor::check::{CheckError, StorePool};
+use crate::monitor::check::CheckError;
 use crate::notify::{Alert, DeliveryError, Notifier};
 use crate::page::fetch::backoff;
 use crate::store::OutboxEntry;
+use crate::store::pool::StorePool;
 
 /// Rows read per round.
 const BATCH: usize = 256;

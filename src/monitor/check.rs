@@ -14,12 +14,11 @@
 //! comparison.
 
 use crate::error_chain;
-use std::path::PathBuf;
+
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::commands::diff::text_line;
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
 use crate::monitor::compare::{self, Prepared};
@@ -29,63 +28,10 @@ use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::page::source::{FetchOptions, RawPage};
+use crate::store::pool::{PoolError, StorePool};
 use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
-
-/// A few open stores on one file, shared by the blocking threads that run
-/// checks (SQLite in WAL mode lets them read side by side; writes queue).
-#[derive(Debug)]
-pub struct StorePool {
-    path: PathBuf,
-    idle: Mutex<Vec<Store>>,
-}
-
-impl StorePool {
-    /// Opens (creating or migrating) the store at `path`.
-    pub fn open(path: PathBuf) -> Result<StorePool, StoreError> {
-        let first = Store::open(&path)?;
-        Ok(StorePool {
-            path,
-            idle: Mutex::new(vec![first]),
-        })
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
-    /// Runs `f` with a store (blocking: call from a blocking thread).
-    pub fn with<R>(
-        &self,
-        f: impl FnOnce(&mut Store) -> Result<R, StoreError>,
-    ) -> Result<R, StoreError> {
-        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut store = match taken {
-            Some(store) => store,
-            None => Store::open(&self.path)?,
-        };
-        let result = f(&mut store);
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(store);
-        result
-    }
-
-    /// Runs `f` with a store on a blocking thread.
-    pub async fn run<R: Send + 'static>(
-        self: &Arc<Self>,
-        f: impl FnOnce(&mut Store) -> Result<R, StoreError> + Send + 'static,
-    ) -> Result<R, CheckError> {
-        let pool = Arc::clone(self);
-        tokio::task::spawn_blocking(move || pool.with(f))
-            .await
-            .map_err(|e| CheckError::Worker(e.to_string()))?
-            .map_err(|e| CheckError::Store(Box::new(e)))
-    }
-}
 
 /// What every check shares.
 #[derive(Debug)]
@@ -122,6 +68,15 @@ pub enum CheckError {
     /// A worker thread died.
     #[error("a worker thread failed: {0}")]
     Worker(String),
+}
+
+impl From<PoolError> for CheckError {
+    fn from(e: PoolError) -> CheckError {
+        match e {
+            PoolError::Store(e) => CheckError::Store(Box::new(e)),
+            PoolError::Worker(e) => CheckError::Worker(e.to_string()),
+        }
+    }
 }
 
 /// What happened to the page.
@@ -493,17 +448,6 @@ fn rfc3339(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// The bounds of a configured threshold.
-pub fn bounds_of(t: &Threshold) -> Bounds {
-    Bounds {
-        above: t.above,
-        below: t.below,
-        outside: t.outside,
-        change_pct: t.change_pct,
-        hysteresis: t.hysteresis,
-    }
-}
-
 /// One check's state while it is worked out.
 struct Work<'a> {
     watch: &'a Watch,
@@ -779,7 +723,7 @@ impl Work<'_> {
             let reading = threshold::read_on(ev, &t.xpath).unwrap_or_else(|e| Reading::Lost {
                 reason: error_chain(&e),
             });
-            let bounds = bounds_of(t);
+            let bounds = Bounds::of(t);
             let previous = before.map(|r| Level::parse(&r.state));
             let previous_value = before.and_then(|r| r.value);
             let j = threshold::judge(&bounds, previous, previous_value, &reading);
@@ -868,7 +812,7 @@ pub fn change_line(c: &Change) -> ChangeLine {
             .cloned()
             .collect::<Vec<_>>()
             .join(" / "),
-        text: text_line(c),
+        text: c.line(),
     }
 }
 

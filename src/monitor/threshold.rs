@@ -16,6 +16,7 @@
 //! is judged afresh, so a value still beyond the bound alerts again, which
 //! after a redesign is what a user wants to hear.
 
+use crate::config::Threshold;
 use crate::hierarchy::number::{DecimalStyle, parse_number};
 use crate::xpath::native::Evaluator;
 use crate::xpath::{HierarchyDoc, NodeKind, XPathError, XPathValue};
@@ -334,6 +335,19 @@ pub fn describe(b: &Bounds) -> String {
 /// A number as people write it: `300`, `301.5`.
 pub fn fmt(v: f64) -> String {
     format!("{v}")
+}
+
+impl Bounds {
+    /// The bounds of a configured threshold.
+    pub fn of(t: &Threshold) -> Bounds {
+        Bounds {
+            above: t.above,
+            below: t.below,
+            outside: t.outside,
+            change_pct: t.change_pct,
+            hysteresis: t.hysteresis,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use super::Server;
 use super::auth::Need;
 use super::routes::{Error, Form, require};
 use super::view::{Health, WatchRow};
-use crate::monitor::check::bounds_of;
+use crate::monitor::threshold::Bounds;
 use crate::store::{ThresholdRecord, WatchState, WatchStatus};
 
 /// Most change events or values in one page.
@@ -342,7 +342,7 @@ pub fn threshold_infos(server: &Server, g: &Gathered, id: &str) -> Vec<Threshold
             ThresholdInfo {
                 name: t.name.clone(),
                 xpath: t.xpath.clone(),
-                bounds: crate::monitor::threshold::describe(&bounds_of(t)),
+                bounds: crate::monitor::threshold::describe(&Bounds::of(t)),
                 state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
                 value: r.and_then(|r| r.value),
                 node: r.and_then(|r| r.node.clone()),

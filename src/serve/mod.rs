@@ -42,8 +42,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::config::{DaemonConfig, Watch};
-use crate::monitor::check::StorePool;
 use crate::serve::metrics::Metrics;
+use crate::store::pool::StorePool;
 
 pub use openapi::openapi;
 pub use routes::app;

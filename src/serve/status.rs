@@ -16,7 +16,7 @@ use super::auth::Need;
 use super::clip::ClipKey;
 use super::routes::{Error, Form, clip_data, html_of, require};
 use super::view::{ChangeView, ClipView, ThresholdView, WatchPage, WatchRow};
-use crate::monitor::check::bounds_of;
+use crate::monitor::threshold::Bounds;
 
 /// Recent changes on a watch page.
 const CHANGES: usize = 30;
@@ -136,7 +136,7 @@ pub async fn watch(
         .zip(histories)
         .map(|(t, history)| {
             let r = records.iter().find(|r| r.name == t.name);
-            let b = bounds_of(t);
+            let b = Bounds::of(t);
             let mut lines: Vec<f64> = b.above.into_iter().chain(b.below).collect();
             if let Some((lo, hi)) = b.outside {
                 lines.extend([lo, hi]);

@@ -84,6 +84,7 @@ use flate2::read::ZlibDecoder;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+pub mod pool;
 mod state;
 
 pub use state::{

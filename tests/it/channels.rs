@@ -1142,7 +1142,7 @@ fn channel_notifiers_load_from_the_daemon_file() {
 /// transaction id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
-    use semclip::monitor::check::StorePool;
+    use semclip::store::pool::StorePool;
     use semclip::store::{CheckState, OutboxState, Queued, Store, WatchStatus};
     use std::collections::HashMap;
     use std::time::UNIX_EPOCH;

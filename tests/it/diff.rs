@@ -15,10 +15,7 @@ fn h(html: &str) -> Hierarchy {
 }
 
 fn lines(changes: &[Change]) -> Vec<String> {
-    changes
-        .iter()
-        .map(semclip::commands::diff::text_line)
-        .collect()
+    changes.iter().map(semclip::diff::Change::line).collect()
 }
 
 #[test]
