@@ -8,7 +8,6 @@
 //! (`admin` scope; `semclip serve` has no scheduler and answers 409).
 //! Times are RFC 3339 in UTC.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -21,10 +20,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Server;
 use super::auth::Need;
-use super::routes::{Error, Form, require};
-use super::view::{Health, WatchRow};
+use super::error::{Error, Form, require};
+use super::gather::{Gathered, gather, ids, row};
 use crate::monitor::threshold::Bounds;
-use crate::store::{ThresholdRecord, WatchState, WatchStatus};
 
 /// Most change events or values in one page.
 pub const MAX_LIMIT: usize = 500;
@@ -192,105 +190,6 @@ pub struct ValueQuery {
     limit: Option<usize>,
 }
 
-/// What the store says of every watch.
-pub struct Gathered {
-    /// Status by watch.
-    pub statuses: HashMap<String, WatchStatus>,
-    /// Snapshot state by watch.
-    pub states: HashMap<String, WatchState>,
-    /// Threshold records by watch.
-    pub thresholds: HashMap<String, Vec<ThresholdRecord>>,
-}
-
-/// Reads the status of every watch.
-pub async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
-    server
-        .stores
-        .run(|s| {
-            let statuses: HashMap<String, WatchStatus> = s
-                .statuses()?
-                .into_iter()
-                .map(|st| (st.watch.clone(), st))
-                .collect();
-            let states: HashMap<String, WatchState> = s
-                .watches()?
-                .into_iter()
-                .map(|w| (w.id.clone(), w))
-                .collect();
-            let mut thresholds = HashMap::new();
-            for id in statuses.keys() {
-                thresholds.insert(id.clone(), s.thresholds(id)?);
-            }
-            Ok(Gathered {
-                statuses,
-                states,
-                thresholds,
-            })
-        })
-        .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))
-}
-
-/// The health of a watch from its status.
-pub fn health(configured: bool, status: Option<&WatchStatus>) -> Health {
-    match status {
-        _ if !configured => Health::Removed,
-        None => Health::Pending,
-        Some(s) if s.last_attempt.is_none() => Health::Pending,
-        Some(s) if s.failures > 0 => Health::Failing,
-        Some(_) => Health::Ok,
-    }
-}
-
-/// The name of a health state.
-pub fn health_name(h: Health) -> &'static str {
-    match h {
-        Health::Pending => "pending",
-        Health::Ok => "ok",
-        Health::Failing => "failing",
-        Health::Removed => "removed",
-    }
-}
-
-/// Every watch id to show: the configured ones, then the store's others.
-pub fn ids(server: &Server, g: &Gathered) -> Vec<String> {
-    let watches = server.watches();
-    let mut ids: Vec<String> = watches.keys().cloned().collect();
-    let mut extra: Vec<String> = g
-        .states
-        .keys()
-        .filter(|k| !watches.contains_key(*k))
-        .cloned()
-        .collect();
-    extra.sort();
-    ids.extend(extra);
-    ids
-}
-
-/// One watch's state as the store and the watch files give it: the one
-/// place both the API and the status pages read it from.
-pub fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
-    let watches = server.watches();
-    let watch = watches.get(id);
-    let status = g.statuses.get(id);
-    let records = g.thresholds.get(id).map_or(&[][..], Vec::as_slice);
-    WatchRow {
-        id: id.to_owned(),
-        title: watch.and_then(|w| w.title.clone()),
-        url: watch.map(|w| w.url.to_string()).unwrap_or_default(),
-        health: health(watch.is_some(), status),
-        last_check: status.and_then(|s| s.last_attempt),
-        last_change: g.states.get(id).map(|s| s.last_changed),
-        next_run: status.and_then(|s| s.next_run),
-        failures: status.map_or(0, |s| s.failures),
-        last_error: status
-            .filter(|s| s.failures > 0)
-            .and_then(|s| s.last_error.clone()),
-        alarms: records.iter().filter(|r| r.state == "alarm").count(),
-        thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
-    }
-}
-
 /// The summary of one watch.
 pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
     let watches = server.watches();
@@ -298,7 +197,7 @@ pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
     let r = row(server, g, id);
     WatchSummary {
         url: watch.is_some().then_some(r.url),
-        state: health_name(r.health).to_owned(),
+        state: r.health.name().to_owned(),
         last_check: r.last_check.map(rfc3339),
         last_success: g.statuses.get(id).and_then(|s| s.last_success).map(rfc3339),
         last_change: r.last_change.map(rfc3339),
@@ -358,15 +257,6 @@ fn known(server: &Server, g: &Gathered, id: &str) -> Result<(), Error> {
     } else {
         Err(Error::not_found(format!("no watch `{id}`"), Form::Json))
     }
-}
-
-/// `GET /api/openapi.json`.
-pub async fn openapi_doc() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        super::openapi().to_string(),
-    )
-        .into_response()
 }
 
 /// `GET /api/watches`.

@@ -114,6 +114,21 @@ impl ClipData {
         }
     }
 
+    /// The form `variant` of this version, kept or made now by `make` and
+    /// kept (for forms cheap enough to make in the request).
+    pub fn kept_or<E>(
+        &self,
+        variant: String,
+        make: impl FnOnce() -> Result<String, E>,
+    ) -> Result<Arc<str>, E> {
+        if let Some(body) = self.render(&variant) {
+            return Ok(body);
+        }
+        let body: Arc<str> = make()?.into();
+        self.keep(variant, Arc::clone(&body));
+        Ok(body)
+    }
+
     /// The form `variant` of this version, rendered by `render` at most
     /// once: requests that come while it renders wait for the same render,
     /// and the render runs in a task of its own, so a request that gives up

@@ -41,8 +41,9 @@ use serde_json::Value;
 use super::Server;
 use super::auth::Need;
 use super::clip::ClipKey;
+use super::clips::clip_data;
+use super::error::{Error, Form, require};
 use super::pages::{self, NONE, layout, plural, seg, time, truncate};
-use super::routes::{Error, Form, clip_data, require};
 use crate::config::starter;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 

@@ -28,7 +28,8 @@ use serde_json::Value;
 use super::Server;
 use super::auth::Need;
 use super::clip::ClipKey;
-use super::routes::{Error, Form, clip_data, require};
+use super::clips::clip_data;
+use super::error::{Error, Form, require};
 use crate::store::ChangeRecord;
 
 /// The kind of layout events.

@@ -27,8 +27,11 @@ pub mod render;
 pub mod view;
 
 mod api;
+mod clips;
+mod error;
 mod explore;
 mod feed;
+mod gather;
 mod openapi;
 mod routes;
 mod status;

@@ -6,12 +6,23 @@
 //! [`super::api`] (schemars, JSON Schema 2020-12, which OpenAPI 3.1 uses);
 //! the paths are written here.
 
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
 use super::api::{
     ChangePage, CheckQueued, ErrorBody, ThresholdInfo, ValuePage, WatchDetail, WatchSummary,
 };
+
+/// `GET /api/openapi.json`.
+pub async fn openapi_doc() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        openapi().to_string(),
+    )
+        .into_response()
+}
 
 fn ok(description: &str, schema: impl serde::Serialize) -> Value {
     json!({ "description": description, "content": { "application/json": { "schema": schema } } })

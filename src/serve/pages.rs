@@ -329,18 +329,8 @@ fn url_text(url: &str) -> Markup {
 
 /// The state badge of a watch.
 fn health_badge(health: Health) -> Markup {
-    let name = health_name(health);
+    let name = health.name();
     html! { span class={ "badge state-" (name) } { (name) } }
-}
-
-/// The word for a watch's state (also its CSS class suffix).
-fn health_name(health: Health) -> &'static str {
-    match health {
-        Health::Pending => "pending",
-        Health::Ok => "ok",
-        Health::Failing => "failing",
-        Health::Removed => "removed",
-    }
 }
 
 /// One clip's section on a watch page; `id` is the watch id, already

@@ -11,10 +11,11 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::Server;
-use super::api::{gather, ids, row};
 use super::auth::Need;
 use super::clip::ClipKey;
-use super::routes::{Error, Form, clip_data, html_of, require};
+use super::clips::{clip_data, html_of};
+use super::error::{Error, Form, require};
+use super::gather::{gather, ids, row};
 use super::view::{ChangeView, ClipView, ThresholdView, WatchPage, WatchRow};
 use crate::monitor::threshold::Bounds;
 

@@ -4,6 +4,8 @@
 
 use std::time::SystemTime;
 
+use crate::store::WatchStatus;
+
 /// The state of a watch as the overview shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
@@ -15,6 +17,31 @@ pub enum Health {
     Failing,
     /// In the store but no longer in the watch files.
     Removed,
+}
+
+impl Health {
+    /// The health of a watch from its status; `configured` is whether the
+    /// watch files still hold it.
+    pub fn of(configured: bool, status: Option<&WatchStatus>) -> Health {
+        match status {
+            _ if !configured => Health::Removed,
+            None => Health::Pending,
+            Some(s) if s.last_attempt.is_none() => Health::Pending,
+            Some(s) if s.failures > 0 => Health::Failing,
+            Some(_) => Health::Ok,
+        }
+    }
+
+    /// The word for the state, in the API and as the status pages' CSS
+    /// class suffix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Health::Pending => "pending",
+            Health::Ok => "ok",
+            Health::Failing => "failing",
+            Health::Removed => "removed",
+        }
+    }
 }
 
 /// One watch in the overview (and at the top of its own page).
