@@ -23,10 +23,10 @@
 //! 5. [`template`]: structural similarity, clustering and templates of a
 //!    site's pages;
 //! 6. [`extract`]: article, record and keyword-region extraction;
-//! 7. [`config`]: watch files and the daemon file, read and validated in
-//!    two phases; schedules; starter YAML;
-//! 8. [`store`]: snapshots, change events, watch and threshold state, the
+//! 7. [`store`]: snapshots, change events, watch and threshold state, the
 //!    outbox, in SQLite, and the pool the daemon shares;
+//! 8. [`config`]: watch files and the daemon file, read and validated in
+//!    two phases; schedules; starter YAML;
 //! 9. [`notify`]: notifiers (email, webhooks, chat services, files) that
 //!    deliver one alert;
 //! 10. [`monitor`]: one check of one watch (compare, thresholds, layout);
@@ -48,9 +48,9 @@ pub mod template;
 
 pub mod extract;
 
-pub mod config;
-
 pub mod store;
+
+pub mod config;
 
 pub mod notify;
 

@@ -20,6 +20,7 @@ mod diff;
 mod fixture;
 mod harness;
 mod hostile;
+mod layers;
 mod layout;
 mod markup;
 mod notify;
