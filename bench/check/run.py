@@ -36,16 +36,16 @@ GOALS = {1: 0.1, 2: 1.5, 3: 2.0}
 # Pipeline steps: a label and a regular expression over callgrind_annotate's
 # function names (inclusive costs).
 STEPS = [
-    ("html5ever parse", r"semclip::dom::Dom::parse_within\b"),
+    ("html5ever parse", r"semclip::page::dom::Dom::parse_within\b"),
     ("hierarchy build (with ids)", r"semclip::hierarchy::build_within\b"),
-    ("layout: page built for the watch", r"semclip::layout::build_page\b"),
+    ("layout: page built for the watch", r"semclip::monitor::layout::build_page\b"),
     ("content hash (compact form)", r"semclip::hierarchy::packed::content_hash\b"),
     ("previous snapshot read back", r"semclip::store::Store::current_hierarchy\b"),
     ("semantic diff", r"semclip::diff::diff_ignoring\b"),
     ("compact form for the store", r"semclip::hierarchy::packed::pack\b"),
     ("snapshot compression (zstd)", r"semclip::store::compress\b"),
-    ("thresholds", r"semclip::check::Work::evaluate\b"),
-    ("layout assessment", r"semclip::layout::assess\b"),
+    ("thresholds", r"semclip::monitor::check::Work::evaluate\b"),
+    ("layout assessment", r"semclip::monitor::layout::assess\b"),
     ("store transaction", r"semclip::store::Store::record_check\b"),
 ]
 
