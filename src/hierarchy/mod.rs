@@ -1145,7 +1145,7 @@ fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
     let (quoted, cut) = id_value(v);
     if cut {
         (Some((c.kind, quoted, true)), None)
-    } else if v.chars().count() == MAX_ID_LABEL_CHARS {
+    } else if v.len() >= MAX_ID_LABEL_CHARS && v.chars().count() == MAX_ID_LABEL_CHARS {
         (Some((c.kind, v, false)), Some((c.kind, v, true)))
     } else {
         (Some((c.kind, v, false)), None)
@@ -1154,6 +1154,7 @@ fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
 
 fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
     use std::collections::HashMap;
+    use std::fmt::Write as _;
     // Per child: how many siblings its id predicate selects, and its
     // ordinal among them; and its position among same-named siblings.
     let n = children.len();
@@ -1161,14 +1162,19 @@ fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
     let mut ordinals = vec![0usize; n];
     let mut positions = vec![0usize; n];
     if n <= 16 {
-        // Small sibling lists (most of them): quadratic but allocation-free.
+        // Small sibling lists (most of them): quadratic over keys read once,
+        // without hashing.
+        let mut keys = [(None, None); 16];
+        for (k, c) in keys.iter_mut().zip(children.iter()) {
+            *k = id_keys(c);
+        }
         for i in 0..n {
-            let (own, _) = id_keys(&children[i]);
+            let (own, _) = keys[i];
             for (j, other) in children.iter().enumerate() {
                 if other.kind == children[i].kind && j < i {
                     positions[i] += 1;
                 }
-                let (other_own, other_also) = id_keys(other);
+                let (other_own, other_also) = keys[j];
                 if own.is_some() && (other_own == own || other_also == own) {
                     totals[i] += 1;
                     if j < i {
@@ -1226,15 +1232,11 @@ fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
                     id.push(']');
                 }
                 if totals[i] > 1 {
-                    id.push('[');
-                    id.push_str(&(ordinals[i] + 1).to_string());
-                    id.push(']');
+                    let _ = write!(id, "[{}]", ordinals[i] + 1);
                 }
             }
             None => {
-                id.push('[');
-                id.push_str(&(positions[i] + 1).to_string());
-                id.push(']');
+                let _ = write!(id, "[{}]", positions[i] + 1);
             }
         }
         if !budget.ids(id.len() as u64) {
