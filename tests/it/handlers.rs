@@ -181,11 +181,7 @@ fn an_accept_naming_no_representation_gets_xml_and_an_unknown_format_400() {
     );
 
     // Refusing a format by q=0 falls to the next acceptable one.
-    let (html, _) = get(
-        &app,
-        &path,
-        &[("accept", "application/xml;q=0, text/html")],
-    );
+    let (html, _) = get(&app, &path, &[("accept", "application/xml;q=0, text/html")]);
     assert_eq!(html.status(), StatusCode::OK);
     assert_eq!(
         header(html.headers(), header::CONTENT_TYPE),

@@ -453,11 +453,16 @@ fn libxml2_closes_at_the_end(expr: &str, error: &XPathSyntaxError) -> bool {
     if error.offset != expr.len() {
         return false;
     }
-    let open = expr.matches('(').count().saturating_sub(expr.matches(')').count());
-    (1..=open).any(|n| match check_syntax(&format!("{expr}{}", ")".repeat(n))) {
-        Ok(()) => true,
-        Err(closed) => deliberate(&closed),
-    })
+    let open = expr
+        .matches('(')
+        .count()
+        .saturating_sub(expr.matches(')').count());
+    (1..=open).any(
+        |n| match check_syntax(&format!("{expr}{}", ")".repeat(n))) {
+            Ok(()) => true,
+            Err(closed) => deliberate(&closed),
+        },
+    )
 }
 
 /// The number of cases: `PROPTEST_CASES`, or 512.
