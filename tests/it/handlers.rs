@@ -4,7 +4,7 @@
 //! `semclip check` on a local file; everything after runs in-process.
 //!
 //! Cases: 404 for an unknown watch, clip or page (in each error form), what
-//! an `Accept` naming no representation gets, 304 for a matching
+//! an `Accept` naming no representation gets (XML, not 406), 304 for a matching
 //! `If-None-Match`, and 401 with its challenges when tokens are configured.
 
 use std::path::Path;
@@ -133,12 +133,13 @@ fn unknown_watches_clips_and_pages_are_404_in_their_own_form() {
     }
 }
 
-/// axum's docs suggest 406 for an `Accept` the handler cannot satisfy;
-/// semclip instead answers a clip in its default representation (XML)
-/// when `Accept` names none it has (README, "the representation is chosen
-/// by `?format=` or else by `Accept`"), because feed readers and portals
-/// send `Accept: */*`-like lists that name no XML type. That behaviour is
-/// what is pinned here; an unknown `?format=` is the client's error (400).
+/// When `Accept` lists none of a resource's media types, RFC 9110 §12.5.1
+/// lets the server either answer 406 or disregard the header. semclip
+/// disregards it and answers a clip in its default representation, XML
+/// (`Format::from_accept`: "xml when it names none we have"), since
+/// portals and feed readers send lists such as `image/png, */*` that name
+/// no XML type. That behaviour is pinned here (no 406 anywhere); an unknown
+/// `?format=` is the client's error (400).
 #[test]
 fn an_accept_naming_no_representation_gets_xml_and_an_unknown_format_400() {
     let dir = tempfile::tempdir().unwrap();
