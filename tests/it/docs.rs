@@ -69,10 +69,7 @@ fn cited(text: &str) -> Vec<String> {
             continue;
         };
         rest = after;
-        loop {
-            let Some(open) = rest.trim_start().strip_prefix('"') else {
-                break;
-            };
+        while let Some(open) = rest.trim_start().strip_prefix('"') {
             let Some(close) = open.find('"') else {
                 break;
             };

@@ -95,7 +95,7 @@ fn get(app: &axum::Router, path: &str, headers: &[(&str, &str)]) -> (Response, S
     })
 }
 
-fn header<'h>(headers: &'h HeaderMap, name: header::HeaderName) -> Option<&'h str> {
+fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
