@@ -6,7 +6,7 @@
 //! [`HierarchyDoc::evaluate`], the daemon's own path); whatever libxml2
 //! compiles and evaluates, the checker accepts, except for what it refuses on
 //! purpose (static type errors, unbound variables and namespace prefixes,
-//! functions outside the core library; see `src/xpath.rs`).
+//! functions outside the core library; see `src/xpath/mod.rs`).
 //!
 //! Expressions are generated from the XPath 1.0 grammar (steps, axes, node
 //! tests, predicates, operators, function calls, literals, numbers), then
@@ -16,7 +16,7 @@
 //! function misnamed) and asks that the two accept or refuse together.
 //! Shrunk failures are kept in
 //! `tests/proptest-regressions/`, and each disagreement found is a unit test
-//! in `src/xpath.rs`.
+//! in `src/xpath/mod.rs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
