@@ -1,5 +1,5 @@
 //! Pairwise structural similarity of 1,000 real pages on this machine's
-//! cores, against seed 001's figure of 1 ms per pair single-threaded
+//! cores, against Qiu's thesis's figure of 1 ms per pair single-threaded
 //! (500 hours for the 1.8·10⁹ pairs of 60,000 pages).
 //!
 //! `cargo bench --bench similarity` prints one table, every row measured in
@@ -45,7 +45,7 @@ const MIN_ELEMENTS: usize = 30;
 const PAGES: usize = 1_000;
 /// Pairs in the single-threaded per-pair sample.
 const SAMPLE_PAIRS: usize = 2_000;
-/// Seed 001: 1 ms per pair.
+/// Qiu's thesis (docs/algorithms.md, "Similarity"): 1 ms per pair.
 const SEED_MS_PER_PAIR: f64 = 1.0;
 
 fn corpus() -> Option<PathBuf> {

@@ -1,5 +1,5 @@
 //! Semantic diff: two hierarchies in, the changes of their *data* out
-//! (ALGORITHMS.md §2, seed 000).
+//! (docs/algorithms.md, "Semantic diff").
 //!
 //! A hierarchy is read as the paper's tree of labels: the page title, then
 //! section headings, table captions, row keys, column headers, labels of
@@ -569,7 +569,8 @@ pub struct Change {
     pub size: Option<usize>,
 }
 
-/// The weighted difference δ of two branches (§2): labels missing from the
+/// The weighted difference δ of two branches (docs/algorithms.md,
+/// "Semantic diff"): labels missing from the
 /// longest common subsequence, each weighing 2^-i at its 1-based position i
 /// in its own branch.
 pub fn delta<T: PartialEq>(a: &[T], b: &[T]) -> f64 {

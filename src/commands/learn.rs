@@ -1,6 +1,6 @@
 //! `semclip learn NAME SOURCE...`: pages of one site in; their clusters by
 //! structure and one template per cluster out, stored in the store under
-//! NAME for watches to name in `layout.template` (ALGORITHMS.md §4).
+//! NAME for watches to name in `layout.template` (docs/algorithms.md, "Template clustering").
 
 use std::io::Write;
 use std::path::Path;

@@ -33,7 +33,8 @@
 //! Metadata comes from what the page declares first (JSON-LD, then `<meta>`
 //! tags), then from markup conventions (`<title>` without the site name,
 //! `<h1>`, `rel=author`, `.byline`, `<time datetime>`), and for the title
-//! finally the labelling rule of seed 002 (ALGORITHMS.md §5): the passage of
+//! finally the labelling rule of Reis et al. (docs/algorithms.md,
+//! "Labelling title and body"): the passage of
 //! 1..20 words before the body with the highest word overlap with the body
 //! relative to its distance from it.
 //!
@@ -170,8 +171,8 @@ pub fn extract(dom: &Dom, url: Option<&str>) -> Article {
     }
 }
 
-/// The article of a page of a site whose template was learned (seed 002,
-/// ALGORITHMS.md §5): the page is matched against the template's
+/// The article of a page of a site whose template was learned (ne-patterns,
+/// docs/algorithms.md, "RTDM and ne-patterns"): the page is matched against the template's
 /// ne-pattern, the texts its wildcards and varying text nodes capture are
 /// the passages, the body is the longest passage of more than
 /// [`BODY_MIN_WORDS`] words with its sibling passages, and the title the
@@ -1787,7 +1788,8 @@ impl<'a> Page<'a> {
         first_inside.or(first_time)
     }
 
-    /// Seed 002's title rule (ALGORITHMS.md §5): among the text passages
+    /// Reis et al.'s title rule (docs/algorithms.md, "Labelling title and
+    /// body"): among the text passages
     /// before the body, the one of 1..20 words whose words overlap the
     /// body's most, divided by its distance (in passages) from the body.
     fn passage_title(&self, best: &Attempt, paragraphs: &[String]) -> Option<String> {

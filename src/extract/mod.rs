@@ -94,7 +94,7 @@ pub struct Records {
     pub records: Vec<Record>,
 }
 
-/// A data region found from keywords (DEIP, ALGORITHMS.md §6).
+/// A data region found from keywords (docs/algorithms.md, "DEIP data regions").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Region {
     /// The index XPath of the region's root element.

@@ -6,14 +6,14 @@
 //! index XPaths and its fields (texts, links, images), named the same way
 //! in every record of one data region.
 //!
-//! The method follows MDR/DEPTA (Liu et al.) and ALGORITHMS.md §4
+//! The method follows MDR/DEPTA (Liu et al.) and docs/algorithms.md, "Repeated records"
 //! ("repeated records ... share a parent"):
 //!
 //! 1. **Element table.** One pass over `<body>` builds a pre-order table of
 //!    elements with their text size, text leaves, text inside links and
 //!    images, and a *shape*: the set of hashed tag paths (`div/h3/a/#text`)
 //!    from the element down to [`PATH_DEPTH`] levels (the cheap path-set
-//!    measure of Buttler's survey, ALGORITHMS.md §4 appendix, in place of
+//!    measure of Buttler's survey, docs/algorithms.md, "Cheap similarity measures", in place of
 //!    MDR's string edit distance).
 //! 2. **Sibling groups.** Under each parent, the children that carry
 //!    content are clustered greedily: same tag and a shape Jaccard index of

@@ -1,4 +1,4 @@
-//! DEIP data regions (ALGORITHMS.md §6, seed 004): a few keywords the user
+//! DEIP data regions (docs/algorithms.md, "DEIP data regions"): a few keywords the user
 //! copied from a list page in, the list's region and all its records out,
 //! plus a keyword-free [`Wrapper`] that finds the same region again on later
 //! versions of the page.
@@ -23,7 +23,7 @@
 //!    boundary (`<td>Apple</td><td>189.50</td>` for `"apple 189.50"`) only
 //!    counts when that element is small (at most [`SMALL_FACTOR`] times the
 //!    keyword), so a keyword never matches "across" a whole page.
-//! 2. **Runs (the paper's improvement, §4 of seed 004).** The matches in
+//! 2. **Runs (the paper's improvement, "Runs: records and the main data region").** The matches in
 //!    document order (= the paper's depth-first list of index paths) are
 //!    cut into runs that hold every matched keyword once. For every match,
 //!    the run ending there is the latest match of each keyword; runs are

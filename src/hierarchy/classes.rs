@@ -1,6 +1,6 @@
 //! Tag classes: what every HTML5 element contributes to the hierarchy.
 //!
-//! ALGORITHMS.md §1.1 sorts HTML 4 tags into *type 1* (they build the
+//! docs/algorithms.md, "Tag classes", sorts HTML 4 tags into *type 1* (they build the
 //! hierarchy) and *type 2* (they only present data and are removed, their
 //! text kept). [`TAG_CLASSES`] extends that to every element of the HTML
 //! Living Standard plus the obsolete ones still found on the web, in one
@@ -218,7 +218,7 @@ pub fn class_of(name: &str) -> TagClass {
 }
 
 /// ARIA roles that change an element's class, by the first role token.
-/// `table`/`grid`/`treegrid` make div-built tables into tables (§1.1);
+/// `table`/`grid`/`treegrid` make div-built tables into tables ("Tag classes");
 /// `heading` makes a heading of rank `aria-level` (default 2).
 pub fn role_class(role: &str, aria_level: Option<&str>) -> Option<TagClass> {
     let role = role.split_ascii_whitespace().next()?.to_ascii_lowercase();

@@ -1,6 +1,6 @@
 //! The semantic hierarchy: a parsed page in, a tree of its data out.
 //!
-//! This is ALGORITHMS.md §1 (seeds 000 and 003). Type 2 tags vanish and
+//! This is docs/algorithms.md, "Semantic hierarchy". Type 2 tags vanish and
 //! leave their text; type 1 tags build the tree: the TITLE is the root,
 //! headings own what follows them until the next heading of the same or
 //! higher rank, text that precedes nested structure labels it, lists and
@@ -17,7 +17,7 @@
 //!   it (rule 4). Inside a list item, definition or cell the item's own
 //!   leading text labels its nested structure whatever its length.
 //!   A paragraph (`<p>`) is a sibling of a following table, not its label
-//!   (P and TABLE share a precedence rank in §1.2).
+//!   (P and TABLE share a precedence rank: docs/algorithms.md, "Precedence").
 //! - *Sectioning elements* (`section`, `article`, `main`, `nav`, `aside`,
 //!   `header`, `footer`) become a section labelled by their own first
 //!   heading; without one they are boundaries only.

@@ -1,8 +1,8 @@
 //! Tables: a `<table>` (or an ARIA `role="table"`/`grid` element) in, a
 //! pseudo-table and its hierarchy `caption -> row key -> column header ->
-//! value` out (ALGORITHMS.md §1.4).
+//! value` out (docs/algorithms.md, "Tables").
 //!
-//! Spans are resolved first, exactly as §1.4 says: `colspan` replicates a
+//! Spans are resolved first, exactly as "Tables" says: `colspan` replicates a
 //! cell's content into the columns it covers (TH or TD); `rowspan` on a TD
 //! replicates it into the rows below; `rowspan` on a TH in a header row is
 //! written once, into the last row it covers, so stacked header rows
@@ -330,7 +330,7 @@ fn layout_cell(b: &Builder, cell: NodeId) -> bool {
     layout
 }
 
-/// Places cells on the grid, resolving spans (§1.4). Every slot is charged
+/// Places cells on the grid, resolving spans (docs/algorithms.md, "Tables"). Every slot is charged
 /// to `budget`; once it is exceeded no further cell is placed.
 fn place(rows: &[RowSpec], budget: &Budget) -> Vec<Vec<Option<Slot>>> {
     let mut grid: Vec<Vec<Option<Slot>>> = Vec::new();
@@ -492,7 +492,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
     let mut header_rows = if any_th {
         grid.iter().take_while(|l| is_header_row(l)).count()
     } else {
-        // Without TH the first row is the header (§1.4) unless it reads as
+        // Without TH the first row is the header (docs/algorithms.md, "Tables") unless it reads as
         // data: a number or nested structure outside the key column, or
         // fewer than two thirds of those slots filled.
         let first_is_header = grid.first().is_some_and(|line| {

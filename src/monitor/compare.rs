@@ -1,4 +1,5 @@
-//! Cache refresh (seed 003): a freshly built hierarchy and the store in,
+//! Cache refresh (docs/algorithms.md, "The hierarchy in a portal"): a
+//! freshly built hierarchy and the store in,
 //! "unchanged" or the semantic changes (stored with a new snapshot) out.
 //!
 //! The canonical content hash decides first: equal to the stored one means

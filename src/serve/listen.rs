@@ -49,6 +49,12 @@ pub const FD_RESERVE: u64 = 64;
 /// redirect and a retry, and the store).
 pub const FDS_PER_CHECK: u64 = 4;
 
+/// The message of the log line (info level) that reports the address the
+/// server actually bound, in its `addr` field: with `listen: 127.0.0.1:0`
+/// the system picks the port, and this line is how a test, or a person,
+/// learns it (`... clip server listening addr=127.0.0.1:41093`).
+pub const LISTENING: &str = "clip server listening";
+
 /// How long shutdown waits for connections to finish their responses.
 pub const DRAIN: Duration = Duration::from_secs(30);
 
@@ -139,12 +145,17 @@ fn cap_for(configured: usize, concurrency: usize, soft: Option<u64>) -> usize {
 
 /// Serves `router` on `listener` within `limits` until `shutdown`
 /// completes, then lets open connections finish (at most [`DRAIN`]).
+/// Logs the bound address first ([`LISTENING`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    match listener.local_addr() {
+        Ok(addr) => tracing::info!(%addr, "{LISTENING}"),
+        Err(error) => tracing::warn!(%error, "cannot read the address the server is bound to"),
+    }
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let clients = Arc::new(Clients::default());
     let (stop_tx, stop_rx) = watch::channel(false);

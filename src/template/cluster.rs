@@ -1,5 +1,5 @@
 //! Page clustering by structure and per-cluster templates of essential
-//! and optional nodes (ALGORITHMS.md §4, seed 001 ch. 4 and 5).
+//! and optional nodes (docs/algorithms.md, "Clustering" and "Templates").
 //!
 //! Takes pages as [`PageFeatures`] (collapsed sequence, weights, sketch,
 //! token histogram; built with one shared [`Interner`]); gives
@@ -18,7 +18,7 @@
 //!
 //! # Linkage
 //!
-//! The seed's algorithm 3 merges "the two closest clusters" without saying
+//! Qiu's thesis (its algorithm 3) merges "the two closest clusters" without saying
 //! how clusters are compared. Average linkage (UPGMA: the mean distance
 //! over all cross pairs) is the default: single linkage chains different
 //! sites together through one borderline pair (menus and footers make
@@ -30,11 +30,11 @@
 //! nearest-neighbour chain (O(n²) time on the condensed matrix), which
 //! yields the same dendrogram as merging the globally closest pair each
 //! time, because these three linkages are reducible; cutting it at the
-//! threshold is the seed's stopping rule.
+//! threshold is the thesis's stopping rule.
 //!
 //! # Pruning
 //!
-//! All pairs are compared, which is the cost centre (seed 001 §4.2:
+//! All pairs are compared, which is the cost centre (docs/algorithms.md, "Similarity":
 //! 60,000 pages at 1 ms a pair is 500 hours). Two filters skip the exact
 //! weighted LCS for pairs that cannot be close:
 //!
@@ -56,7 +56,7 @@
 //! mean, so pruning is not exact in principle; `tests/it/templates.rs`
 //! checks that it leaves the clustering of the corpus unchanged.
 //!
-//! # Templates (seed 001 ch. 5)
+//! # Templates (docs/algorithms.md, "Templates")
 //!
 //! Essential nodes: starting from the medoid's sequence, the weighted LCS
 //! with every other member in turn (nearest first); what survives is in
@@ -64,10 +64,10 @@
 //! unaligned tokens between essential nodes `g - 1` and `g` form its
 //! sub-sequence for gap `g`. The sub-sequences of one gap are grouped
 //! (identical ones first, then each joins the first group whose leader it
-//! is within the threshold of, a single pass rather than the seed's full
+//! is within the threshold of, a single pass rather than the thesis's full
 //! recursive clustering, which would cost a matrix per gap), and each
 //! group becomes an alternative: the common subsequence of its members,
-//! with probability = its pages / the cluster's pages. So the seed's
+//! with probability = its pages / the cluster's pages. So the thesis's
 //! example gives `ON(a,b) = thu 2/3 | orz 1/3`.
 //!
 //! A new page is matched by aligning the essential nodes, then, inside
@@ -94,7 +94,7 @@ use super::seq::{Interner, Sequence};
 use super::tree::PageTree;
 
 /// Default distance threshold: pages closer than this (on average, see
-/// the linkage) share a template. Seed 001 used 0.5 for extraction (its
+/// the linkage) share a template. Qiu's thesis used 0.5 for extraction (its
 /// table 6.5: 0.3 to 0.6 gave 16 to 5 clusters); on the corpus 0.5 is
 /// where purity and inverse purity meet (`examples/cluster_purity.rs`).
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
@@ -206,7 +206,7 @@ impl PageFeatures {
         }
     }
 
-    /// Weighted LCS similarity with another page (seed formula 4-2).
+    /// Weighted LCS similarity with another page (docs/algorithms.md, "Similarity").
     pub fn similarity(&self, other: &PageFeatures) -> f64 {
         elcs::elcs_similarity(
             &self.sequence.tokens,
@@ -378,7 +378,7 @@ impl DistanceMatrix {
     }
 
     /// The member of `members` with the least sum of distances to the
-    /// others (seed 001 §4.3, as in k-medoids); ties to the first.
+    /// others (docs/algorithms.md, "Clustering"; as in k-medoids); ties to the first.
     pub fn medoid(&self, members: &[usize]) -> Option<usize> {
         members
             .iter()
@@ -601,7 +601,7 @@ pub enum Role {
     Data,
 }
 
-/// The template of one cluster (seed 001 §5.1:
+/// The template of one cluster (docs/algorithms.md, "Templates":
 /// `[ON0] EN1 ON1 EN2 ... ENn [ONn]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Template {
@@ -616,7 +616,7 @@ pub struct Template {
     /// `optional[g]`: the alternatives of the gap before essential node
     /// `g` (`g == essential.len()`: after the last), most probable first.
     pub optional: Vec<Vec<Alternative>>,
-    /// The cluster's ne-pattern (seed 002), learned from member pages by
+    /// The cluster's ne-pattern (docs/algorithms.md, "ne-patterns"), learned from member pages by
     /// `semclip learn` for article extraction by template
     /// ([`crate::extract::article::extract_by_template`]). Absent when the
     /// pages were not at hand (a set learned from features only, or stored
@@ -701,7 +701,7 @@ impl Template {
 
     /// Mean similarity of `page` to the representatives: average linkage,
     /// the criterion the cluster was formed by, against a sample of it.
-    /// (Seed 001 compares with the medoid alone; on a cluster whose pages
+    /// (Qiu's thesis compares with the medoid alone; on a cluster whose pages
     /// vary a lot that misses members: a generated news page was 0.49
     /// from the medoid of its seven siblings but 0.62 on average.)
     pub fn similarity(&self, page: &PageFeatures) -> f64 {
@@ -1050,7 +1050,7 @@ impl TemplateSet {
     /// threshold; otherwise kept pending, and when it and the pending
     /// pages within the threshold of it number `min_cluster`, those are
     /// clustered and every cluster of `min_cluster` pages becomes a new
-    /// template (seed 001 §5.3). Costs one comparison per template and
+    /// template (docs/algorithms.md, "Templates"). Costs one comparison per template and
     /// per pending page (bounded by [`MAX_PENDING`]).
     pub fn observe(&mut self, page: PageFeatures) -> Observation {
         let need = 1.0 - self.threshold;
@@ -1228,7 +1228,7 @@ mod tests {
 
     #[test]
     fn agglomeration_matches_the_naive_closest_pair_loop() {
-        // Random-ish distances: the NN-chain cut equals the seed's loop.
+        // Random-ish distances: the NN-chain cut equals the thesis's loop.
         let n = 23;
         let mut d = Vec::new();
         let mut x = 7u64;
@@ -1328,10 +1328,10 @@ mod tests {
 
     #[test]
     fn template_of_the_seed_example_has_essential_and_optional_nodes() {
-        // Seed 001 §5.2 with letters as tags (custom elements, so that
+        // Qiu's thesis, §5.2, with letters as tags (custom elements, so that
         // `b`, `u`, `p` are not taken for HTML), all at depth 1:
         // s1 = a orz b c d l x e, s2 = a thu b eat c d l x e,
-        // s3 = a thu b eat c d pku e. (The seed prints s1 as `aorzbcldxe`
+        // s3 = a thu b eat c d pku e. (The thesis prints s1 as `aorzbcldxe`
         // but aligns it as `a orz b cd lx e`; the alignment is followed.)
         let mut interner = Interner::new();
         let doc = |s: &str| {

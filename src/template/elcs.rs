@@ -1,5 +1,5 @@
 //! Structural similarity of two token sequences by their longest common
-//! subsequence, plain and depth-weighted (ALGORITHMS.md §4, seed 001 §4.1
+//! subsequence, plain and depth-weighted (docs/algorithms.md, "Similarity"; Qiu's thesis, §4.1
 //! and §4.2.4); and the alignment itself, for template building.
 //!
 //! Takes token slices ([`super::seq::Sequence::tokens`]) and, for the
@@ -7,14 +7,14 @@
 //!
 //! - `sim = |lcs| / max(|S1|, |S2|)` ([`lcs_similarity`]);
 //! - `sim = elcs / max(Σf(S1), Σf(S2))` ([`elcs_similarity`]), where a
-//!   matched token adds `f(depth)` instead of 1 (seed formula 4-2);
+//!   matched token adds `f(depth)` instead of 1 (the thesis's formula 4-2);
 //! - the matched index pairs of a maximal weighted common subsequence in
 //!   linear space (Hirschberg, [`align`]).
 //!
 //! # The weight f(depth)
 //!
 //! `f(d) = 1 / (1 + d)`, in fixed point ([`WEIGHT_SCALE`]` / (1 + d)`).
-//! Seed 001 only asks for a function that decreases with depth (shallow
+//! Qiu's thesis only asks for a function that decreases with depth (shallow
 //! nodes are more likely template). A geometric `2^-d` decays far too
 //! fast for real pages, whose elements sit at depths 5 to 30: everything
 //! below depth ~10 would weigh less than a thousandth of the root, and the
@@ -33,7 +33,7 @@
 //! # Cost
 //!
 //! The dynamic programme is O(|S1|·|S2|) time and O(min(|S1|, |S2|))
-//! memory: one row plus the running diagonal, which is the seed's two
+//! memory: one row plus the running diagonal, which is the thesis's two
 //! rows folded into one. Common prefixes and suffixes (long in two
 //! versions of one page) are matched first in linear time. The row loop
 //! works on four rows of the table at once: each cell depends on its left
@@ -362,7 +362,7 @@ fn full_table(a: &[u32], wa: &[u32], b: &[u32], ao: usize, bo: usize, out: &mut 
 /// weighted similarity: a common subsequence uses each token at most
 /// `min(count in S1, count in S2)` times, so
 /// `elcs <= Σ_t min(c1(t), c2(t)) · f(t)` (Buttler's weighted tag
-/// similarity, seed 001 appendix, is this bound normalised).
+/// similarity, docs/algorithms.md, "Cheap similarity measures", is this bound normalised).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Histogram {
     /// `(token, count, weight)` sorted by token.
@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn hand_computed_cases() {
-        // Seed 001 §5.2: lcs(aorzbcldxe, athubeatcdlxe) = abcdxe or abclxe
+        // Qiu's thesis, §5.2: lcs(aorzbcldxe, athubeatcdlxe) = abcdxe or abclxe
         // (6: `l` and `d` come in opposite orders).
         let s1: Vec<u32> = "aorzbcldxe".bytes().map(u32::from).collect();
         let s2: Vec<u32> = "athubeatcdlxe".bytes().map(u32::from).collect();

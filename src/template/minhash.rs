@@ -1,5 +1,5 @@
 //! Path-shingle min-hash sketches: constant-time estimates of structural
-//! similarity between any two pages (ALGORITHMS.md §4 appendix; seed 001
+//! similarity between any two pages (docs/algorithms.md, "Cheap similarity measures"; Qiu's thesis,
 //! appendix A.3, after Buttler's survey and Broder's shingles).
 //!
 //! Takes a [`PageTree`] (optionally only some of its elements, e.g. the

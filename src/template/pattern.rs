@@ -1,4 +1,4 @@
-//! ne-patterns (Reis et al., seed 002, ALGORITHMS.md §5): what the pages
+//! ne-patterns (Reis et al.; docs/algorithms.md, "ne-patterns"): what the pages
 //! of one cluster share, with wildcards where they differ; matching a page
 //! against a pattern; the text passages the wildcards capture; and the
 //! title/body labelling heuristic.
@@ -11,7 +11,7 @@
 //! similarity); [`Pattern::captured_text`] (the passages `(t_k, p_k)`) and
 //! [`Pattern::label`] (title and body).
 //!
-//! Decisions beyond the seed:
+//! Decisions beyond the sources:
 //! - Structure is text-insensitive: every text leaf is one `#text` label
 //!   when patterns are merged and matched, so two pages of one template
 //!   align however their texts differ. A pattern text node remembers its
@@ -42,11 +42,11 @@ use crate::template::ted::{Cost, INFINITE, LTree, Labels, TextLabels, TreeError,
 use crate::template::tree::{PageTree, TEXT};
 
 /// Wildcards at most this many non-wildcard nodes apart are folded
-/// together by the post-processing of a merge (seed 002, §2.3.2).
+/// together by the post-processing of a merge (docs/algorithms.md, "ne-patterns").
 pub const FOLD_GAP: usize = 3;
 
-/// A passage is the body only with more than this many words (seed 002,
-/// §2.3.4).
+/// A passage is the body only with more than this many words
+/// (docs/algorithms.md, "Labelling title and body").
 pub const BODY_MIN_WORDS: usize = 100;
 
 /// A title passage has at most this many words (and at least one).
@@ -67,7 +67,7 @@ pub enum Wildcard {
 }
 
 impl Wildcard {
-    /// The symbol used in the seed and in [`Pattern::to_bracket`].
+    /// The symbol used in the sources and in [`Pattern::to_bracket`].
     pub fn symbol(self) -> &'static str {
         match self {
             Wildcard::Single => "·",
@@ -152,7 +152,7 @@ impl PatLabel {
     }
 }
 
-/// The merging function `f` of seed 002 (symmetric): the label of the
+/// The merging function `f` (docs/algorithms.md, "ne-patterns"; symmetric): the label of the
 /// merged node for two mapped nodes. An unmapped node `a` merges as
 /// `merge_label(a, ?)`.
 ///
@@ -323,8 +323,8 @@ impl RtdmCosts for MergeCosts {
     }
 }
 
-/// Costs of matching a page against a pattern with RTDM (seed 002,
-/// §2.3.3): replacing a pattern wildcard by a page subtree is free;
+/// Costs of matching a page against a pattern with RTDM (docs/algorithms.md,
+/// "Matching a page against a pattern"): replacing a pattern wildcard by a page subtree is free;
 /// inserting a page subtree is free below a wildcard or right after a
 /// `*`/`+`; deleting a `*`, `+` or `?` is free. Everything else costs the
 /// amounts here, per node (so [`INFINITE`] forbids it).
@@ -428,7 +428,7 @@ impl PatternMatch {
     }
 }
 
-/// A text passage captured by a pattern node: the seed's `(t_k, p_k)`.
+/// A text passage captured by a pattern node: the sources' `(t_k, p_k)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Passage {
     /// The captured text (captured subtrees separated by blank lines).
@@ -604,7 +604,7 @@ impl Pattern {
         LTree::from_depths(nodes).unwrap_or_default()
     }
 
-    /// Merges two patterns (seed 002, Definition 6): every tree either
+    /// Merges two patterns (docs/algorithms.md, "ne-patterns"): every tree either
     /// matches, the merge matches. Nodes mapped by RTDM merge by
     /// [`merge_label`], unmapped ones as `f(a, ?)`; then runs of `?` are
     /// folded ([`FOLD_GAP`]): with a neighbouring `·`/`+` into one `+`,
@@ -763,7 +763,8 @@ impl Pattern {
         })
     }
 
-    /// The passages `(t_k, p_k)` of a match (seed 002, §2.3.4): the text of
+    /// The passages `(t_k, p_k)` of a match (docs/algorithms.md,
+    /// "Labelling title and body"): the text of
     /// what each wildcard captured, and of each pattern text node whose
     /// text is data (it varied in training, or differs from the text
     /// every training page had). Empty texts are left out.
@@ -852,13 +853,13 @@ impl Pattern {
         Some((body, Some(group)))
     }
 
-    /// The labelling heuristic of seed 002 (§2.3.4). The body is the
+    /// The labelling heuristic of docs/algorithms.md, "Labelling title and body". The body is the
     /// longest passage with more than [`BODY_MIN_WORDS`] words; its
     /// region is every passage under the same pattern parent (the body of
     /// a news page spans several sibling subtrees), unless that parent is
     /// the root, where the region would be the whole page. Without such a
     /// passage the body region is the longest run of paragraphs
-    /// (`paragraph_run`; the seed's pages were one text node per
+    /// (`paragraph_run`; the thesis's pages were one text node per
     /// body, today's are one per paragraph). The title is
     /// the passage of 1 to [`TITLE_MAX_WORDS`] words outside the region
     /// whose share of words with the body, divided by its distance from

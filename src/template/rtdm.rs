@@ -1,5 +1,5 @@
 //! RTDM: the restricted top-down mapping edit distance of Reis et al.,
-//! with the mapping as well as the cost (seed 002, ALGORITHMS.md §5).
+//! with the mapping as well as the cost (docs/algorithms.md, "RTDM").
 //!
 //! Takes two [`LTree`]s and a cost model ([`RtdmCosts`]); gives the
 //! cheapest *restricted top-down* mapping: a node is mapped only if its

@@ -1,5 +1,5 @@
 //! Pre-order `tag+depth` token sequences of a [`PageTree`], with repeated
-//! records collapsed (ALGORITHMS.md §4, seed 001 §2.2 and ch. 3).
+//! records collapsed (docs/algorithms.md, "Simplify" and "Repeated records").
 //!
 //! Takes a simplified page tree and an [`Interner`] shared by every page
 //! that will be compared; gives a [`Sequence`]: one `u32` token per
@@ -11,9 +11,9 @@
 //!
 //! Pages generated from one template differ in how many records they
 //! list; comparing them token by token would count every extra `<li>` as a
-//! difference. So, as in seed 001 ch. 3, runs of sibling subtrees repeated
+//! difference. So, as in Qiu's thesis, runs of sibling subtrees repeated
 //! back to back under one parent are collapsed into their first copy, which
-//! is marked "may repeat" (`(...)+`, the seed's base node of the second
+//! is marked "may repeat" (`(...)+`, the thesis's base node of the second
 //! kind). The rules:
 //!
 //! - a repeat is a *unit* of 1 to [`MAX_UNIT_SIBLINGS`] consecutive whole
@@ -22,7 +22,7 @@
 //! - it is maximal: among the overlapping candidates under one parent the
 //!   one covering the most siblings wins (then the shorter unit, then the
 //!   leftmost), and a stretch is taken with all its consecutive copies;
-//! - on overlap the deeper repeat wins: the seed's example
+//! - on overlap the deeper repeat wins: the thesis's example
 //!   `<div3><div4><div3><div4><a5><img5><div4><a5><img5>` offers
 //!   `<div3><div4>` and `<div4><a5><img5>`; here the first is not a repeat
 //!   at all (the two `div3` subtrees are not equal), and the second is;
@@ -34,7 +34,7 @@
 //!
 //! # Suffix array rather than Ukkonen's suffix tree
 //!
-//! The seed builds a Ukkonen suffix tree and walks its internal nodes. The
+//! The thesis builds a Ukkonen suffix tree and walks its internal nodes. The
 //! only question this job asks is "is the run of siblings starting at `i`
 //! equal to the run starting at `j`?", i.e. a longest-common-extension
 //! (LCE) query. A suffix array with its LCP array (Kasai) and a sparse
@@ -45,7 +45,7 @@
 //! a child map per node, suffix links, a unique terminator and pointer
 //! chasing — several times the memory and poor cache behaviour — and its
 //! internal nodes describe repeats that mostly cross subtree boundaries,
-//! which the seed then has to filter out (its Algorithm 2) and fix up for
+//! which the thesis then has to filter out (its Algorithm 2) and fix up for
 //! overlaps. Walking each parent's children with O(1) LCE queries
 //! produces only valid candidates in the first place.
 //!
@@ -60,7 +60,7 @@ use super::tree::PageTree;
 
 /// Longest repeated unit, in sibling subtrees. Records are nearly always
 /// one subtree (`<li>`, `<tr>`, `<div class=item>`) or a few (`<dt><dd>`,
-/// `<h3><p><a>`); seed 001 table 6.4 finds repeats of more than 9 *tokens*
+/// `<h3><p><a>`); Qiu's thesis (its table 6.4) finds repeats of more than 9 *tokens*
 /// rare. The bound keeps the search linear in the number of children.
 pub const MAX_UNIT_SIBLINGS: usize = 8;
 
@@ -760,7 +760,7 @@ mod tests {
 
     #[test]
     fn nested_repeats_collapse_bottom_up_and_the_deeper_wins_on_overlap() {
-        // Seed 001 §3.3.3: <div3><div4> | <div3><div4><a5><img5><div4><a5><img5>.
+        // Qiu's thesis, §3.3.3: <div3><div4> | <div3><div4><a5><img5><div4><a5><img5>.
         let html = "<body><div><div><div></div></div><div><div><a></a><img></div>\
                     <div><a></a><img></div></div></div></body>";
         let (_, s, i) = page(html);

@@ -1,5 +1,5 @@
 //! The simplified page tree that every structural measure works on
-//! (ALGORITHMS.md §4, "Simplify").
+//! (docs/algorithms.md, "Simplify").
 //!
 //! From the parsed [`Dom`]: the subtree of `<body>`, without scripts,
 //! styles, `<link>`, `<noscript>`, `<template>`, comments and

@@ -65,6 +65,18 @@ impl Daemon {
         daemon
     }
 
+    /// The address its clip server bound: give `listen: 127.0.0.1:0` in
+    /// the daemon file and read the port here (never a port found free
+    /// beforehand, which another process may take meanwhile).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        crate::util::bound_addr(&self.log, Duration::from_secs(30))
+    }
+
+    /// The port of [`Daemon::addr`].
+    pub fn port(&self) -> u16 {
+        self.addr().port()
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -848,19 +860,22 @@ fn an_idle_daemon_stops_at_once_on_sigterm_and_its_log_file_has_no_colour_codes(
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let (port, demo) = (crate::harness::free_port(), crate::harness::free_port());
     // The server and the demo site too: their tasks are what made an idle
-    // stop wait out the five-second drain.
+    // stop wait out the five-second drain. Both on ports the system picks.
     setup(
         dir,
         &format!(
-            "listen: 127.0.0.1:{port}\nserver:\n  xslt: {}/xslt\ndemo:\n  listen: 127.0.0.1:{demo}\n",
+            "listen: 127.0.0.1:0\nserver:\n  xslt: {}/xslt\ndemo:\n  listen: 127.0.0.1:0\n",
             env!("CARGO_MANIFEST_DIR")
         ),
         &[idle_watch(&site)],
     );
     let daemon = Daemon::start(dir);
     daemon.wait_log("idle: first snapshot stored", Duration::from_secs(20));
+    // The server is up (on the port the log reports) before the stop is timed.
+    let addr = daemon.addr();
+    assert_ne!(addr.port(), 0);
+    assert!(std::net::TcpStream::connect(addr).is_ok(), "{addr}");
     let log = daemon.log();
     let stopping = Instant::now();
     let status = daemon.stop();
@@ -915,17 +930,16 @@ fn the_log_is_json_lines_when_asked() {
 
 #[test]
 fn check_serves_the_demo_site_for_the_bundled_watches() {
-    // The bundled example (semclip.yaml, watches/), moved to free ports.
+    // The bundled example (semclip.yaml, watches/), moved to other ports:
+    // the server's to one the system picks (`check` serves no clips); the
+    // demo site's must be known beforehand, as the watches' URLs name it.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let demo = crate::harness::free_port();
     let port = |text: String| {
         text.replace("127.0.0.1:8787", &format!("127.0.0.1:{demo}"))
-            .replace(
-                "127.0.0.1:8080",
-                &format!("127.0.0.1:{}", crate::harness::free_port()),
-            )
+            .replace("127.0.0.1:8080", "127.0.0.1:0")
     };
     std::fs::write(
         dir.join("semclip.yaml"),

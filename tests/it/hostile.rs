@@ -362,12 +362,13 @@ fn hostile_pages_fail_their_own_check_visibly_back_off_and_leave_others_alone() 
     }
 }
 
-/// Daemon file lines for a server on `port` with the repository's
-/// stylesheets and the `server` settings `more`.
-fn listening(port: u16, more: &str) -> String {
+/// Daemon file lines for a server on a port the system picks (the test
+/// reads it with [`Daemon::port`]) with the repository's stylesheets and
+/// the `server` settings `more`.
+fn listening(more: &str) -> String {
     let sep = if more.is_empty() { "" } else { ", " };
     format!(
-        "listen: 127.0.0.1:{port}\nserver: {{xslt: {}{sep}{more}}}\n",
+        "listen: 127.0.0.1:0\nserver: {{xslt: {}{sep}{more}}}\n",
         root().join("xslt").display()
     )
 }
@@ -446,18 +447,18 @@ fn slow_clients_cannot_starve_the_server_or_the_daemon_s_fetches() {
     let good = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let port = crate::harness::free_port();
     setup(
         dir,
         &format!(
             "{}limits: {{concurrency: 4, per_host: 2, host_spacing: 0s}}\n",
-            listening(port, "header_timeout: 2s, max_client_connections: 40")
+            listening("header_timeout: 2s, max_client_connections: 40")
         ),
         &[("good", quotes_watch(&good.url("/quotes.html"), "log"))],
     );
     // 160 descriptors, as in the attack; 300 slow connections wanted from
     // another loopback address.
     let daemon = Daemon::start_under(dir, &[], &["prlimit", "--nofile=160:160", "--"]);
+    let port = daemon.port();
     let stop = Arc::new(AtomicBool::new(false));
     let attacker = slowloris([127, 0, 0, 2].into(), port, 300, Arc::clone(&stop));
     std::thread::sleep(Duration::from_secs(2));
@@ -489,9 +490,9 @@ fn a_connection_that_never_finishes_its_headers_is_closed() {
     use std::io::{Read as _, Write as _};
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let port = crate::harness::free_port();
-    setup(dir, &listening(port, "header_timeout: 1s"), &[]);
+    setup(dir, &listening("header_timeout: 1s"), &[]);
     let daemon = Daemon::start(dir);
+    let port = daemon.port();
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
@@ -528,9 +529,9 @@ fn a_connection_that_never_finishes_its_headers_is_closed() {
 fn error_bodies_that_echo_input_are_not_sniffed() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let port = crate::harness::free_port();
-    setup(dir, &listening(port, ""), &[]);
+    setup(dir, &listening(""), &[]);
     let daemon = Daemon::start(dir);
+    let port = daemon.port();
     let response = get(port, "/clips/%3Cscript%3Ealert(1)%3C%2Fscript%3E/x").unwrap();
     assert!(response.starts_with("HTTP/1.1 404"), "{response}");
     assert!(
@@ -552,7 +553,6 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
     }
     page.push_str("</table>");
     std::fs::write(dir.join("big.html"), page).unwrap();
-    let port = crate::harness::free_port();
     let watch = format!(
         "url: {}\nschedule: {{every: 1h}}\nclips:\n  big: {{xpath: \"//table\", public: true}}\n  \
          tiny: {{xpath: \"/page/text[1]\", public: true}}\n",
@@ -560,10 +560,11 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
     );
     setup(
         dir,
-        &listening(port, "request_timeout: 2s, render_threads: 2"),
+        &listening("request_timeout: 2s, render_threads: 2"),
         &[("big", watch)],
     );
     let daemon = Daemon::start(dir);
+    let port = daemon.port();
     daemon.wait_log("first snapshot stored", Duration::from_secs(30));
     // The big table's HTML takes longer than the request timeout (12,000
     // rows: several seconds of XSLT, against 2 s).

@@ -1,6 +1,7 @@
 //! semclip's integration tests: one binary (link time on two cores), one
-//! module per area. Tests that need `../shared/corpus/` skip with a message
-//! when it is absent, and fail when `CI` is set (CI always has it).
+//! module per area. Tests that need `../shared/corpus/` (or a part of it)
+//! or Chromium skip with a message when it is absent, and fail when `CI` is
+//! set (CI always has them): see `util::missing`.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,7 +18,9 @@ mod corpus;
 mod daemon;
 mod data;
 mod diff;
+mod docs;
 mod fixture;
+mod handlers;
 mod harness;
 mod hostile;
 mod layers;

@@ -114,8 +114,7 @@ fn next_eval_records_f1() {
         return;
     };
     let dir = corpus.join("records/next-eval");
-    if !dir.join("groundTruth").is_dir() {
-        eprintln!("SKIPPED next_eval_records_f1: {} not found", dir.display());
+    if crate::util::require_dir("next_eval_records_f1", dir.join("groundTruth")).is_none() {
         return;
     }
     let s = score_corpus(&dir);

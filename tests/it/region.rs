@@ -103,11 +103,7 @@ struct Page {
 }
 
 fn pages(test: &str) -> Option<Vec<Page>> {
-    let dir = corpus(test)?.join("records/next-eval");
-    if !dir.is_dir() {
-        eprintln!("SKIPPED {test}: {} not found", dir.display());
-        return None;
-    }
+    let dir = crate::util::require_dir(test, corpus(test)?.join("records/next-eval"))?;
     let mut names: Vec<String> = std::fs::read_dir(dir.join("groundTruth"))
         .unwrap()
         .flatten()

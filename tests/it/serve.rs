@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use crate::daemon::{Daemon, setup};
 use crate::fixture::Site;
-use crate::harness::free_port;
 
 const GAZP_ROW: &str = "//table[@label='Shares']/row[@key='GAZP']";
 
@@ -104,12 +103,13 @@ fn repo_xslt() -> String {
     format!("{}/xslt", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A daemon file with the server on `port`, and `extra`.
-fn server_setup(dir: &Path, port: u16, extra: &str, watches: &[(&str, String)]) {
+/// A daemon file with the server on a port the system picks (read it
+/// with [`Daemon::port`]), and `extra`.
+fn server_setup(dir: &Path, extra: &str, watches: &[(&str, String)]) {
     setup(
         dir,
         &format!(
-            "listen: 127.0.0.1:{port}\nserver:\n  xslt: {}\n{extra}",
+            "listen: 127.0.0.1:0\nserver:\n  xslt: {}\n{extra}",
             repo_xslt()
         ),
         watches,
@@ -132,14 +132,13 @@ fn clip_watch(url: &str, public: bool) -> String {
 fn quotes_server() -> (Site, tempfile::TempDir, Daemon, Client) {
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     server_setup(
         dir.path(),
-        port,
         "",
         &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
     );
     let daemon = Daemon::start(dir.path());
+    let port = daemon.port();
     (site, dir, daemon, Client::new(port))
 }
 
@@ -307,15 +306,14 @@ fn tokens_decide_who_reads_and_who_checks_and_public_clips_need_none() {
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("read.token"), "reader-token\n").unwrap();
-    let port = free_port();
     server_setup(
         dir.path(),
-        port,
         "tokens:\n  portal: {secret: {file: read.token}, scopes: [read]}\n  \
          ops: {secret: {env: SEMCLIP_TEST_ADMIN}, scopes: [admin]}\n",
         &[("quotes", clip_watch(&site.url("/quotes.html"), true))],
     );
     let daemon = Daemon::start_with_env(dir.path(), &[("SEMCLIP_TEST_ADMIN", "admin-token")]);
+    let port = daemon.port();
     let c = Client::new(port);
     let read = [("authorization", "Bearer reader-token")];
     let admin = [("authorization", "Bearer admin-token")];
@@ -553,11 +551,19 @@ fn the_api_answers_as_its_openapi_document_says() {
     drop(daemon);
 }
 
-/// Debian's Chromium, if installed.
-fn chromium() -> Option<&'static str> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+/// Debian's Chromium, if installed. Without it `test` is skipped with a
+/// message, or fails under `CI` (`.ci/run` installs it).
+fn chromium(test: &str) -> Option<&'static str> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
-        .find(|p| Path::new(p).exists())
+        .find(|p| Path::new(p).exists());
+    if found.is_none() {
+        crate::util::missing(
+            test,
+            "no Chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)",
+        );
+    }
+    found
 }
 
 /// Runs headless Chromium on `url` with `args` (no network beyond loopback,
@@ -590,18 +596,13 @@ fn run_chromium(bin: &str, profile: &Path, args: &[&str], url: &str) -> String {
 
 #[test]
 fn the_status_pages_render_in_headless_chromium() {
-    let Some(bin) = chromium() else {
-        eprintln!(
-            "SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium); .ci/run installs it"
-        );
+    let Some(bin) = chromium("the_status_pages_render_in_headless_chromium") else {
         return;
     };
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     server_setup(
         dir.path(),
-        port,
         "",
         &[
             ("quotes", clip_watch(&site.url("/quotes.html"), false)),
@@ -614,6 +615,7 @@ fn the_status_pages_render_in_headless_chromium() {
         ],
     );
     let daemon = Daemon::start(dir.path());
+    let port = daemon.port();
     let c = Client::new(port);
     c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
     for price in ["268,40", "305,40"] {
@@ -720,14 +722,13 @@ fn a_browser_signs_in_to_the_status_pages_with_basic() {
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("read.token"), "reader-token\n").unwrap();
-    let port = free_port();
     server_setup(
         dir.path(),
-        port,
         "tokens:\n  portal: {secret: {file: read.token}, scopes: [read]}\n",
         &[("quotes", clip_watch(&site.url("/quotes.html"), false))],
     );
     let daemon = Daemon::start(dir.path());
+    let port = daemon.port();
     let c = Client::new(port);
     c.wait_for(
         "/clips/quotes/gazp",
@@ -750,8 +751,8 @@ fn a_browser_signs_in_to_the_status_pages_with_basic() {
         ]
     );
 
-    let Some(bin) = chromium() else {
-        eprintln!("SKIPPED (browser part): no Chromium at /usr/bin/chromium");
+    let Some(bin) = chromium("a_browser_signs_in_to_the_status_pages_with_basic (browser part)")
+    else {
         return;
     };
     let profile = tempfile::tempdir().unwrap();
@@ -883,10 +884,8 @@ fn html_clips_of_a_page_full_of_xss_payloads_carry_none_of_them() {
     let page = dir.path().join("xss.html");
     std::fs::write(&page, xss_page()).unwrap();
     let url = url::Url::from_file_path(&page).unwrap();
-    let port = free_port();
     server_setup(
         dir.path(),
-        port,
         "",
         &[(
             "xss",
@@ -898,6 +897,7 @@ fn html_clips_of_a_page_full_of_xss_payloads_carry_none_of_them() {
         )],
     );
     let daemon = Daemon::start(dir.path());
+    let port = daemon.port();
     let c = Client::new(port);
     let xml = c.wait_for("/clips/xss/table", &[], |_| true);
     // The payloads are in the data (as text), so the test is not vacuous.
@@ -952,16 +952,10 @@ fn semclip_serve_serves_a_store_alone_with_cors_for_the_portal() {
     text.push_str("  cors_origins: [\"https://portal.example.org\"]\n");
     text.push_str("tokens:\n  ops: {secret: {env: SEMCLIP_TEST_OPS}, scopes: [admin]}\n");
     std::fs::write(&config, text).unwrap();
-    let port = free_port();
     let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
     let mut child = Killed(
         std::process::Command::new(env!("CARGO_BIN_EXE_semclip"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--config",
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&config)
             .env("SEMCLIP_TEST_OPS", "ops-token")
             .stdin(std::process::Stdio::null())
@@ -970,6 +964,8 @@ fn semclip_serve_serves_a_store_alone_with_cors_for_the_portal() {
             .spawn()
             .unwrap(),
     );
+    let port =
+        crate::util::bound_addr(&dir.path().join("serve.log"), Duration::from_secs(30)).port();
     let c = Client::new(port);
     let ops = ("authorization", "Bearer ops-token");
     let got = c.wait_for(
@@ -1066,8 +1062,8 @@ fn validate_watch(watch: &str) -> std::process::Output {
 
 #[test]
 fn the_hierarchy_tree_and_the_change_view_render_in_headless_chromium() {
-    let Some(bin) = chromium() else {
-        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
+    let Some(bin) = chromium("the_hierarchy_tree_and_the_change_view_render_in_headless_chromium")
+    else {
         return;
     };
     let (site, _dir, daemon, c) = quotes_server();
@@ -1199,12 +1195,15 @@ fn clip_requests(c: &Client, format: &str, status: u16) -> u64 {
         .sum()
 }
 
-/// A portal site on its own origin, on `port` (a plain thread, no
+/// A portal site on its own origin, on `listener` (a plain thread, no
 /// runtime): `/` answers `page`; `/changed` calls `changed` and answers
 /// when it returns. Gives the port.
-fn portal_on(port: u16, page: String, changed: impl Fn() + Send + 'static) -> u16 {
+fn portal_on(
+    listener: std::net::TcpListener,
+    page: String,
+    changed: impl Fn() + Send + 'static,
+) -> u16 {
     use std::io::{BufRead, Write};
-    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -1238,24 +1237,25 @@ fn portal_on(port: u16, page: String, changed: impl Fn() + Send + 'static) -> u1
 
 #[test]
 fn the_embed_element_shows_a_clip_on_another_origin_and_revalidates_with_its_etag() {
-    let Some(bin) = chromium() else {
-        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
+    let Some(bin) =
+        chromium("the_embed_element_shows_a_clip_on_another_origin_and_revalidates_with_its_etag")
+    else {
         return;
     };
     let site = Site::start("251,30");
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     // The portal's port is known before its page is: its origin goes into
     // the server's CORS and frame-ancestors lists.
-    let portal_port = free_port();
+    let portal = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let portal_port = portal.local_addr().unwrap().port();
     let origin = format!("http://127.0.0.1:{portal_port}");
     server_setup(
         dir.path(),
-        port,
         &format!("  cors_origins: [\"{origin}\"]\n  frame_ancestors: [\"'self'\", \"{origin}\"]\n"),
         &[("quotes", clip_watch(&site.url("/quotes.html"), true))],
     );
     let daemon = Daemon::start(dir.path());
+    let port = daemon.port();
     let c = Client::new(port);
     c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
 
@@ -1293,7 +1293,7 @@ fn the_embed_element_shows_a_clip_on_another_origin_and_revalidates_with_its_eta
     let (done, finished) = std::sync::mpsc::channel::<()>();
     let finished = std::sync::Mutex::new(finished);
     let first = std::sync::atomic::AtomicBool::new(true);
-    let bound = portal_on(portal_port, page, move || {
+    let bound = portal_on(portal, page, move || {
         // Only the first page load waits for the change (not the screenshot's).
         if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
             let _ = asked.send(());

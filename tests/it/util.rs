@@ -20,7 +20,7 @@ pub fn corpus(test: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| root().join("../shared/corpus"));
     if dir.is_dir() {
         Some(dir)
-    } else if std::env::var_os("CI").is_some() {
+    } else if ci() {
         // CI lays `shared/` beside the clone: a missing corpus there is a
         // broken set-up, not a reason to pass.
         panic!(
@@ -33,6 +33,63 @@ pub fn corpus(test: &str) -> Option<PathBuf> {
             dir.display()
         );
         None
+    }
+}
+
+/// Whether a missing test input fails the test: under `CI`, where every
+/// input is provided, a missing one is a broken set-up, not a reason to pass.
+pub fn ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+/// Reports that `test` cannot run without `what`: panics under `CI`,
+/// else prints `SKIPPED` on stderr (the caller then returns).
+pub fn missing(test: &str, what: &str) {
+    assert!(!ci(), "{test}: {what}, and CI is set");
+    eprintln!("SKIPPED {test}: {what}");
+}
+
+/// `dir` when it is a directory; else [`missing`] and `None`.
+pub fn require_dir(test: &str, dir: PathBuf) -> Option<PathBuf> {
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        missing(test, &format!("{} not found", dir.display()));
+        None
+    }
+}
+
+/// The address a `semclip run` or `semclip serve` logging to `log` bound
+/// its clip server to (the `addr` of its "clip server listening" line),
+/// waiting up to `timeout` for the line. Tests give `listen:
+/// 127.0.0.1:0` and read the port here rather than racing for a port
+/// freed beforehand.
+pub fn bound_addr(log: &Path, timeout: std::time::Duration) -> std::net::SocketAddr {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter(|l| l.contains(semclip::serve::listen::LISTENING))
+            .find_map(|l| {
+                let (_, rest) = l
+                    .split_once("addr=")
+                    .or_else(|| l.split_once("\"addr\":\""))?;
+                let end = rest
+                    .find(|c: char| c.is_whitespace() || c == '"')
+                    .unwrap_or(rest.len());
+                rest[..end].parse().ok()
+            });
+        if let Some(addr) = found {
+            return addr;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "no {:?} line with an addr in {} within {timeout:?}:\n{text}",
+            semclip::serve::listen::LISTENING,
+            log.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -79,6 +136,11 @@ pub fn corpus_pages(corpus: &Path) -> Vec<PathBuf> {
             v.extend(files);
         }
     }
+    assert!(
+        !v.is_empty(),
+        "no pages under {}: a corpus without its pages would pass every test over it",
+        corpus.display()
+    );
     v
 }
 
