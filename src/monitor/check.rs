@@ -22,8 +22,9 @@ use std::time::{Duration, SystemTime};
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
 use crate::monitor::compare::{self, Prepared};
-use crate::monitor::layout::{self, LayoutState, WatchPage};
+use crate::monitor::layout::{self, LayoutState};
 use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
+use crate::monitor::watch_page::{self, WatchPage};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
@@ -509,11 +510,11 @@ impl Work<'_> {
                 .template
                 .as_deref()
                 .and_then(|name| template_set(store, &watch.id, name));
-            layout::build_page(
+            watch_page::build_page(
                 &decoded.text,
                 url.as_deref(),
                 watch,
-                &previous,
+                &previous.wrappers,
                 templates.as_mut(),
                 &budget,
             )

@@ -3,8 +3,11 @@
 //!
 //! - [`check`]: the orchestration of one check (fetch, build, compare,
 //!   thresholds, layout, alerts) and its report;
-//! - [`layout`]: the page a watch compares (its clips, `monitor: data`) and
-//!   the layout events raised when what the watch's XPaths address moves;
+//! - [`watch_page`]: the page a watch compares (its extract clips,
+//!   `monitor: data`, a template's regions) and what layout monitoring
+//!   measures on it;
+//! - [`layout`]: the layout events raised when what the watch's XPaths
+//!   address moves or vanishes;
 //! - [`compare`]: the hash compare against the stored snapshot, and on a
 //!   difference the semantic diff and the new snapshot;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
@@ -17,3 +20,4 @@ pub mod check;
 pub mod compare;
 pub mod layout;
 pub mod threshold;
+pub mod watch_page;

@@ -496,7 +496,7 @@ fn through_layout(
     watch: &semclip::config::Watch,
     previous: &semclip::monitor::layout::LayoutState,
 ) -> (
-    semclip::monitor::layout::WatchPage,
+    semclip::monitor::watch_page::WatchPage,
     semclip::monitor::layout::Found,
     semclip::monitor::layout::LayoutState,
     Option<semclip::monitor::layout::LayoutEvent>,
@@ -504,8 +504,15 @@ fn through_layout(
     use semclip::config::PageLimits;
     use semclip::page::budget::Budget;
     let budget = Budget::new(PageLimits::default());
-    let page = semclip::monitor::layout::build_page(html, None, watch, previous, None, &budget)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let page = semclip::monitor::watch_page::build_page(
+        html,
+        None,
+        watch,
+        &previous.wrappers,
+        None,
+        &budget,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let xml = semclip::hierarchy::write::to_xml(
         &page.hierarchy,
         semclip::hierarchy::write::XmlOptions::default(),
