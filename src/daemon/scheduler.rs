@@ -545,16 +545,14 @@ mod tests {
         assert_eq!(ran(&runs)[2..], [("hourly".to_owned(), 3605)]);
     }
 
+    /// A check that waits for its gate.
+    type Gated = std::pin::Pin<Box<dyn Future<Output = Option<SystemTime>> + Send>>;
+
     /// A runner whose checks each wait for a permit of `gate`.
     fn gated(
         runs: &Runs,
         gate: &Arc<Semaphore>,
-    ) -> impl Fn(
-        Arc<Watch>,
-        SystemTime,
-        SystemTime,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Option<SystemTime>> + Send>>
-    + use<> {
+    ) -> impl Fn(Arc<Watch>, SystemTime, SystemTime) -> Gated + use<> {
         let runs = Arc::clone(runs);
         let gate = Arc::clone(gate);
         move |watch, now, _next| {

@@ -337,22 +337,20 @@ impl Pending {
         };
         let (mut outcome, snapshot, moved_run) = work.judge(store, fetched, page)?;
         let mut levels = work.levels();
-        if !dry_run {
-            if let Err(error) = work.record(store, snapshot.as_ref(), &retention) {
-                // The results could not be kept (a snapshot over the
-                // store's limit, a full disk): the check failed, and that
-                // must reach the watch's status and alerts.
-                let message = format!(
-                    "the check's results could not be stored: {}",
-                    error_chain(&error)
-                );
-                let mut failed = Work::new(&watch, now, before);
-                failed.failed(&message, alert_after);
-                failed.record(store, None, &retention)?;
-                outcome = PageOutcome::Failed(message);
-                levels = Vec::new();
-                work = failed;
-            }
+        if !dry_run && let Err(error) = work.record(store, snapshot.as_ref(), &retention) {
+            // The results could not be kept (a snapshot over the
+            // store's limit, a full disk): the check failed, and that
+            // must reach the watch's status and alerts.
+            let message = format!(
+                "the check's results could not be stored: {}",
+                error_chain(&error)
+            );
+            let mut failed = Work::new(&watch, now, before);
+            failed.failed(&message, alert_after);
+            failed.record(store, None, &retention)?;
+            outcome = PageOutcome::Failed(message);
+            levels = Vec::new();
+            work = failed;
         }
         Ok(CheckReport {
             watch: watch.id.clone(),
