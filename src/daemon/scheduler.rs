@@ -27,7 +27,7 @@
 //!
 //! - The limit on checks at once is the size of the in-flight set, not a
 //!   semaphore: the scheduler is the only one that starts checks, and a
-//!   slot frees exactly when the check's [`Done`] arrives, which is also
+//!   slot frees exactly when the check reports it is done, which is also
 //!   when its watch goes back in the set.
 //! - Checks are spawned on the daemon's [`TaskTracker`], so the daemon's
 //!   drain waits for them after the scheduler itself stopped; a check never

@@ -216,7 +216,7 @@ fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
 ///
 /// The steps: read the stored state, fetch, then on a blocking thread
 /// build the hierarchy, compare it, judge thresholds and layout, raise
-/// alerts and record it all ([`Work::judge`], [`Work::record`]).
+/// alerts and record it all (`Work::judge`, `Work::record`).
 pub async fn check(
     engine: &Engine,
     watch: &Arc<Watch>,
