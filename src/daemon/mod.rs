@@ -600,3 +600,71 @@ fn watch_directory(
     });
     Some(watcher)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A log sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn report(outcome: PageOutcome) -> CheckReport {
+        CheckReport {
+            watch: "prices".into(),
+            outcome,
+            alerts: Vec::new(),
+            thresholds: Vec::new(),
+            layout: None,
+            fetch_time: Duration::ZERO,
+            next_run: None,
+        }
+    }
+
+    /// The JSON lines `log_outcome` writes for `report`.
+    fn logged(report: &CheckReport) -> Vec<serde_json::Value> {
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || log_outcome(report));
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_finished_check_is_one_fixed_message_with_watch_outcome_and_changes_fields() {
+        let lines = logged(&report(PageOutcome::First));
+        assert_eq!(lines.len(), 1);
+        let fields = &lines[0]["fields"];
+        assert_eq!(fields["message"], "check finished");
+        assert_eq!(fields["watch"], "prices");
+        assert_eq!(fields["outcome"], "first");
+        assert_eq!(fields["changes"], 0);
+        assert_eq!(lines[0]["level"], "INFO");
+
+        let lines = logged(&report(PageOutcome::Failed("timed out".into())));
+        let fields = &lines[0]["fields"];
+        assert_eq!(fields["message"], "check finished");
+        assert_eq!(fields["outcome"], "failed");
+        assert_eq!(fields["error"], "timed out");
+        assert_eq!(lines[0]["level"], "WARN");
+    }
+}

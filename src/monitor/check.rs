@@ -985,6 +985,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_check_error_names_its_watch_and_keeps_its_cause_as_source() {
+        let time = SystemTime::UNIX_EPOCH;
+        let error = CheckError::store("prices", StoreError::TimeOutOfRange { time });
+        assert_eq!(error.watch(), "prices");
+        assert_eq!(
+            error.to_string(),
+            "cannot record the check of watch `prices`"
+        );
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(error)),
+            format!(
+                "cannot record the check of watch `prices`: time {time:?} is out of the snapshot store's range"
+            ),
+            "the chain names each cause once"
+        );
+    }
+
+    #[test]
+    fn outcome_kinds_are_one_word_each() {
+        let kinds: Vec<&str> = [
+            PageOutcome::NotModified,
+            PageOutcome::Unchanged,
+            PageOutcome::First,
+            PageOutcome::Changed(Vec::new()),
+            PageOutcome::Failed("boom".into()),
+        ]
+        .iter()
+        .map(PageOutcome::kind)
+        .collect();
+        assert_eq!(
+            kinds,
+            ["not_modified", "unchanged", "first", "changed", "failed"]
+        );
+    }
+
+    #[test]
     fn a_refused_page_backs_off_doubling_up_to_the_cap_never_before_its_run() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let minute = Duration::from_secs(60);
