@@ -68,7 +68,14 @@ pub mod commands;
 pub const VOCABULARY_VERSION: &str = "1";
 
 /// An error and its causes on one line, `a: b: c`, leaving out a cause
-/// whose text its parent already holds (many wrap their source's message).
+/// whose text its parent already holds.
+///
+/// semclip's own errors do not repeat their source (a chain of them reads
+/// the same through anyhow's `{:#}`), but some of the libraries' do:
+/// lettre's SMTP error appends its source to its own message. This helper
+/// stays for the texts that reach a user whole and once: a watch's
+/// `last_error` from a failed fetch, an SMTP delivery failure, a skipped
+/// page in `semclip learn`.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();

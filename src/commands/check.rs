@@ -8,7 +8,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 use super::Outcome;
 use crate::cli::CheckArgs;
@@ -61,7 +61,7 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     }
     let mut reports = Vec::new();
     while let Some(joined) = tasks.join_next().await {
-        let (i, report) = joined.map_err(|e| anyhow::anyhow!("a check task failed: {e}"))?;
+        let (i, report) = joined.context("a check task failed")?;
         reports.push((i, report?));
     }
     reports.sort_by_key(|(i, _)| *i);

@@ -59,7 +59,7 @@ async fn load(spec: &str) -> anyhow::Result<Page> {
         })
     })
     .await
-    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?
+    .context("the page worker failed")?
 }
 
 /// Runs the command, writing to `out`. Exit 1 ([`Outcome::Negative`])

@@ -110,5 +110,5 @@ async fn fetch_page(daemon: &DaemonConfig, url: &Url) -> anyhow::Result<Hierarch
             .with_context(|| format!("{name} cannot be read"))
     })
     .await
-    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?
+    .context("the page worker failed")?
 }

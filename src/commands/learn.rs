@@ -129,7 +129,7 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
             budget.check().map(|()| text)
         })
         .await
-        .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?;
+        .context("the page worker failed")?;
         match page {
             Ok(page) => pages.push(page),
             Err(exceeded) => writeln!(out, "skipped {spec}: {exceeded}")?,
@@ -143,7 +143,7 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     let n = pages.len();
     let set = tokio::task::spawn_blocking(move || learn_set(&pages, threshold, min_pages))
         .await
-        .map_err(|e| anyhow::anyhow!("the learning worker failed: {e}"))?;
+        .context("the learning worker failed")?;
     writeln!(
         out,
         "{n} pages: {} template{}, {} page{} pending (threshold {threshold}, at least {min_pages} pages a template)",

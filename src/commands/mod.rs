@@ -48,5 +48,5 @@ pub async fn load_hierarchy(spec: &str) -> anyhow::Result<Hierarchy> {
             .with_context(|| format!("{name} cannot be read"))
     })
     .await
-    .map_err(|e| anyhow::anyhow!("the page worker failed: {e}"))?
+    .context("the page worker failed")?
 }

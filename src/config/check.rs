@@ -12,9 +12,10 @@ use super::NtfyAuth;
 use super::apprise;
 use super::lenient;
 use super::raw::{
-    ByteSize, Pos, RawAuth, RawDaemon, RawExtract, RawFetchDefaults, RawHookChannel, RawMonitor,
-    RawNotifier, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity, RawServer,
-    RawThreshold, RawWatch, RawWatchFetch, Sp,
+    ByteSize, Pos, RawAlerts, RawAuth, RawClip, RawDaemon, RawEmail, RawExtract, RawFailures,
+    RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier, RawOnChange,
+    RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity, RawServer,
+    RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
@@ -574,262 +575,33 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     if let Some(server) = &raw.server {
         server_settings(&server.value, &mut c.server, cx);
     }
-    // The server's default stylesheets must be there when it will serve.
     if let (Some(_), Some(listen)) = (c.listen, &raw.listen) {
-        let at = raw
-            .server
-            .as_ref()
-            .and_then(|s| s.value.xslt.as_ref().map(|x| x.at))
-            .unwrap_or(listen.at);
-        let path = if raw.server.as_ref().is_some_and(|s| s.value.xslt.is_some()) {
-            "server.xslt"
-        } else {
-            "listen"
-        };
-        for name in ["html.xsl", "rdf.xsl"] {
-            if !c.server.xslt.join(name).is_file() {
-                cx.err(
-                    at,
-                    path,
-                    format!(
-                        "no {name} in the stylesheet directory {}: set server.xslt to semclip's xslt/ directory",
-                        c.server.xslt.display()
-                    ),
-                );
-            }
-        }
+        stylesheets_present(&raw, listen.at, &c.server, cx);
     }
     if let Some(smtp) = &raw.smtp {
-        let s = &smtp.value;
-        let security = match s.security.as_ref().map(|s| s.value) {
-            None | Some(RawSecurity::Starttls) => SmtpSecurity::StartTls,
-            Some(RawSecurity::Tls) => SmtpSecurity::Tls,
-            Some(RawSecurity::None) => SmtpSecurity::None,
-        };
-        let port = s.port.as_ref().map_or(
-            match security {
-                SmtpSecurity::StartTls => 587,
-                SmtpSecurity::Tls => 465,
-                SmtpSecurity::None => 25,
-            },
-            |p| p.value,
-        );
-        if port == 0
-            && let Some(p) = &s.port
-        {
-            cx.err(p.at, "smtp.port", "must be a port number from 1 to 65535");
-        }
-        if s.host.value.trim().is_empty() {
-            cx.err(s.host.at, "smtp.host", "must not be empty");
-        }
-        cx.mailbox(&s.from, "smtp.from");
-        let password = s
-            .password
-            .as_ref()
-            .and_then(|p| cx.secret(p, "smtp.password"));
-        if s.password.is_some() && s.username.is_none() {
-            cx.err(smtp.at, "smtp.username", "a password needs a username");
-        }
-        let timeout = cx.duration_min(
-            s.timeout.as_ref(),
-            "smtp.timeout",
-            Duration::from_secs(30),
-            Duration::from_millis(1),
-        );
-        c.smtp = Some(SmtpConfig {
-            host: s.host.value.trim().to_owned(),
-            port,
-            security,
-            username: s.username.as_ref().map(|u| u.value.clone()),
-            password,
-            from: s.from.value.clone(),
-            timeout,
-        });
+        c.smtp = Some(smtp_settings(smtp, cx));
     }
     for (name, n) in raw.notifiers.iter().flatten() {
-        let path = join("notifiers", name);
-        if !valid_id(name) {
-            cx.err(
-                n.at,
-                &path,
-                format!("notifier name `{name}` may only use A-Z a-z 0-9 . _ -"),
-            );
+        if let Some(cfg) = notifier(name, n, raw.smtp.is_some(), cx) {
+            c.notifiers.insert(name.clone(), cfg);
         }
-        let cfg = match &n.value {
-            RawNotifier::Email(e) => {
-                let p = join(&path, "email");
-                if raw.smtp.is_none() {
-                    cx.err(
-                        e.at,
-                        &p,
-                        "email notifiers need an `smtp` section in the daemon file",
-                    );
-                }
-                let to_path = join(&p, "to");
-                if e.value.to.value.is_empty() {
-                    cx.err(e.value.to.at, &to_path, "give at least one mailbox");
-                }
-                for (i, m) in e.value.to.value.iter().enumerate() {
-                    cx.mailbox(m, &format!("{to_path}[{i}]"));
-                }
-                NotifierConfig::Email {
-                    to: e.value.to.value.iter().map(|m| m.value.clone()).collect(),
-                }
-            }
-            RawNotifier::Webhook(w) => {
-                let p = join(&path, "webhook");
-                let url = match Url::parse(w.value.url.value.trim()) {
-                    Ok(u) if matches!(u.scheme(), "http" | "https") => Some(u),
-                    Ok(u) => {
-                        cx.err(
-                            w.value.url.at,
-                            &join(&p, "url"),
-                            format!("unsupported scheme `{}`: use http or https", u.scheme()),
-                        );
-                        None
-                    }
-                    Err(e) => {
-                        cx.err(
-                            w.value.url.at,
-                            &join(&p, "url"),
-                            format!("invalid URL `{}`: {e}", w.value.url.value),
-                        );
-                        None
-                    }
-                };
-                let secret = w
-                    .value
-                    .secret
-                    .as_ref()
-                    .and_then(|s| cx.secret(s, &join(&p, "secret")));
-                let timeout = cx.duration_min(
-                    w.value.timeout.as_ref(),
-                    &join(&p, "timeout"),
-                    Duration::from_secs(10),
-                    Duration::from_millis(1),
-                );
-                let headers = cx.headers(w.value.headers.as_ref(), &join(&p, "headers"));
-                let Some(url) = url else { continue };
-                NotifierConfig::Webhook(WebhookConfig {
-                    url,
-                    secret,
-                    timeout,
-                    headers,
-                })
-            }
-            RawNotifier::File(f) => {
-                if f.value.path.value.trim().is_empty() {
-                    cx.err(
-                        f.value.path.at,
-                        &join(&path, "file.path"),
-                        "must not be empty",
-                    );
-                }
-                NotifierConfig::File {
-                    path: cx.path(&f.value.path.value),
-                }
-            }
-            channel => {
-                let Some(cfg) = channel_config(channel, &path, cx) else {
-                    continue;
-                };
-                NotifierConfig::Channel(cfg)
-            }
-        };
-        c.notifiers.insert(name.clone(), cfg);
     }
     for (name, t) in raw.tokens.iter().flatten() {
-        let path = join("tokens", name);
-        let secret = cx.secret(&t.value.secret, &join(&path, "secret"));
-        let mut scopes: Vec<Scope> = t
-            .value
-            .scopes
-            .value
-            .iter()
-            .map(|s| match s {
-                RawScope::Read => Scope::Read,
-                RawScope::Admin => Scope::Admin,
-            })
-            .collect();
-        scopes.sort();
-        scopes.dedup();
-        if scopes.is_empty() {
-            cx.err(
-                t.value.scopes.at,
-                &join(&path, "scopes"),
-                "give at least one scope (read, admin)",
-            );
-        }
-        if let Some(secret) = secret {
-            c.tokens
-                .insert(name.clone(), TokenConfig { secret, scopes });
+        if let Some(token) = token(name, &t.value, cx) {
+            c.tokens.insert(name.clone(), token);
         }
     }
     if let Some(f) = &raw.fetch {
-        let f = &f.value;
-        c.fetch = fetch_settings(
-            FetchFields {
-                max_body: f.max_body.as_ref(),
-                connect_timeout: f.connect_timeout.as_ref(),
-                timeout: f.timeout.as_ref(),
-                max_redirects: f.max_redirects.as_ref(),
-                retries: f.retries.as_ref(),
-                proxy: f.proxy.as_ref(),
-            },
-            &FetchDefaults::default(),
-            cx,
-        );
-        fence_settings(f, &mut c.fetch, cx);
+        c.fetch = daemon_fetch(&f.value, cx);
     }
     if let Some(l) = &raw.limits {
-        let l = &l.value;
-        let d = Limits::default();
-        c.limits = Limits {
-            concurrency: cx.at_least_one(
-                l.concurrency.as_ref(),
-                "limits.concurrency",
-                d.concurrency,
-            ),
-            per_host: cx.at_least_one(l.per_host.as_ref(), "limits.per_host", d.per_host),
-            host_spacing: cx.duration(
-                l.host_spacing.as_ref(),
-                "limits.host_spacing",
-                d.host_spacing,
-            ),
-            page: match &l.page {
-                Some(p) => page_limits(&p.value, cx),
-                None => d.page,
-            },
-        };
+        c.limits = limits(&l.value, cx);
     }
     if let Some(a) = &raw.alerts {
-        let a = &a.value;
-        let d = AlertSettings::default();
-        c.alerts = AlertSettings {
-            failures_before_alert: cx.at_least_one(
-                a.failures_before_alert.as_ref(),
-                "alerts.failures_before_alert",
-                d.failures_before_alert,
-            ),
-            give_up_after: cx.duration_min(
-                a.give_up_after.as_ref(),
-                "alerts.give_up_after",
-                d.give_up_after,
-                Duration::from_millis(1),
-            ),
-        };
+        c.alerts = alert_settings(&a.value, cx);
     }
     if let Some(r) = &raw.retention {
-        let r = &r.value;
-        let d = Retention::default();
-        c.retention = Retention {
-            keep_versions: cx.at_least_one(
-                r.keep_versions.as_ref(),
-                "retention.keep_versions",
-                d.keep_versions,
-            ),
-            keep_days: cx.at_least_one(r.keep_days.as_ref(), "retention.keep_days", d.keep_days),
-        };
+        c.retention = retention(&r.value, cx);
     }
     if let Some(demo) = &raw.demo {
         c.demo = cx
@@ -846,6 +618,276 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
                 .collect(),
         ),
         watches_at: Some((cx.file.to_path_buf(), watches_at)),
+    }
+}
+
+/// The server's default stylesheets must be there when it will serve
+/// (`listen_at`: where `listen` is set).
+fn stylesheets_present(raw: &RawDaemon, listen_at: Pos, server: &ServerConfig, cx: &mut Ctx) {
+    let xslt_at = raw
+        .server
+        .as_ref()
+        .and_then(|s| s.value.xslt.as_ref().map(|x| x.at));
+    let (at, path) = match xslt_at {
+        Some(at) => (at, "server.xslt"),
+        None => (listen_at, "listen"),
+    };
+    for name in ["html.xsl", "rdf.xsl"] {
+        if !server.xslt.join(name).is_file() {
+            cx.err(
+                at,
+                path,
+                format!(
+                    "no {name} in the stylesheet directory {}: set server.xslt to semclip's xslt/ directory",
+                    server.xslt.display()
+                ),
+            );
+        }
+    }
+}
+
+/// The `smtp` section.
+fn smtp_settings(smtp: &Sp<RawSmtp>, cx: &mut Ctx) -> SmtpConfig {
+    let s = &smtp.value;
+    let security = match s.security.as_ref().map(|s| s.value) {
+        None | Some(RawSecurity::Starttls) => SmtpSecurity::StartTls,
+        Some(RawSecurity::Tls) => SmtpSecurity::Tls,
+        Some(RawSecurity::None) => SmtpSecurity::None,
+    };
+    let port = s.port.as_ref().map_or(
+        match security {
+            SmtpSecurity::StartTls => 587,
+            SmtpSecurity::Tls => 465,
+            SmtpSecurity::None => 25,
+        },
+        |p| p.value,
+    );
+    if port == 0
+        && let Some(p) = &s.port
+    {
+        cx.err(p.at, "smtp.port", "must be a port number from 1 to 65535");
+    }
+    if s.host.value.trim().is_empty() {
+        cx.err(s.host.at, "smtp.host", "must not be empty");
+    }
+    cx.mailbox(&s.from, "smtp.from");
+    let password = s
+        .password
+        .as_ref()
+        .and_then(|p| cx.secret(p, "smtp.password"));
+    if s.password.is_some() && s.username.is_none() {
+        cx.err(smtp.at, "smtp.username", "a password needs a username");
+    }
+    let timeout = cx.duration_min(
+        s.timeout.as_ref(),
+        "smtp.timeout",
+        Duration::from_secs(30),
+        Duration::from_millis(1),
+    );
+    SmtpConfig {
+        host: s.host.value.trim().to_owned(),
+        port,
+        security,
+        username: s.username.as_ref().map(|u| u.value.clone()),
+        password,
+        from: s.from.value.clone(),
+        timeout,
+    }
+}
+
+/// Notifier `name` (`has_smtp`: whether the daemon file has an `smtp`
+/// section); `None` after reporting its problems, when it cannot be built.
+fn notifier(
+    name: &str,
+    n: &Sp<RawNotifier>,
+    has_smtp: bool,
+    cx: &mut Ctx,
+) -> Option<NotifierConfig> {
+    let path = join("notifiers", name);
+    if !valid_id(name) {
+        cx.err(
+            n.at,
+            &path,
+            format!("notifier name `{name}` may only use A-Z a-z 0-9 . _ -"),
+        );
+    }
+    match &n.value {
+        RawNotifier::Email(e) => Some(email_notifier(e, &path, has_smtp, cx)),
+        RawNotifier::Webhook(w) => webhook_notifier(w, &path, cx).map(NotifierConfig::Webhook),
+        RawNotifier::File(f) => {
+            if f.value.path.value.trim().is_empty() {
+                cx.err(
+                    f.value.path.at,
+                    &join(&path, "file.path"),
+                    "must not be empty",
+                );
+            }
+            Some(NotifierConfig::File {
+                path: cx.path(&f.value.path.value),
+            })
+        }
+        channel => channel_config(channel, &path, cx).map(NotifierConfig::Channel),
+    }
+}
+
+/// An email notifier (`path` is `notifiers.NAME`).
+fn email_notifier(e: &Sp<RawEmail>, path: &str, has_smtp: bool, cx: &mut Ctx) -> NotifierConfig {
+    let p = join(path, "email");
+    if !has_smtp {
+        cx.err(
+            e.at,
+            &p,
+            "email notifiers need an `smtp` section in the daemon file",
+        );
+    }
+    let to_path = join(&p, "to");
+    if e.value.to.value.is_empty() {
+        cx.err(e.value.to.at, &to_path, "give at least one mailbox");
+    }
+    for (i, m) in e.value.to.value.iter().enumerate() {
+        cx.mailbox(m, &format!("{to_path}[{i}]"));
+    }
+    NotifierConfig::Email {
+        to: e.value.to.value.iter().map(|m| m.value.clone()).collect(),
+    }
+}
+
+/// A webhook notifier (`path` is `notifiers.NAME`); `None` without a
+/// valid URL, after every problem is reported.
+fn webhook_notifier(w: &Sp<RawWebhook>, path: &str, cx: &mut Ctx) -> Option<WebhookConfig> {
+    let p = join(path, "webhook");
+    let url = match Url::parse(w.value.url.value.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Some(u),
+        Ok(u) => {
+            cx.err(
+                w.value.url.at,
+                &join(&p, "url"),
+                format!("unsupported scheme `{}`: use http or https", u.scheme()),
+            );
+            None
+        }
+        Err(e) => {
+            cx.err(
+                w.value.url.at,
+                &join(&p, "url"),
+                format!("invalid URL `{}`: {e}", w.value.url.value),
+            );
+            None
+        }
+    };
+    let secret = w
+        .value
+        .secret
+        .as_ref()
+        .and_then(|s| cx.secret(s, &join(&p, "secret")));
+    let timeout = cx.duration_min(
+        w.value.timeout.as_ref(),
+        &join(&p, "timeout"),
+        Duration::from_secs(10),
+        Duration::from_millis(1),
+    );
+    let headers = cx.headers(w.value.headers.as_ref(), &join(&p, "headers"));
+    Some(WebhookConfig {
+        url: url?,
+        secret,
+        timeout,
+        headers,
+    })
+}
+
+/// API token `name`; `None` when its secret cannot be read.
+fn token(name: &str, t: &RawToken, cx: &mut Ctx) -> Option<TokenConfig> {
+    let path = join("tokens", name);
+    let secret = cx.secret(&t.secret, &join(&path, "secret"));
+    let mut scopes: Vec<Scope> = t
+        .scopes
+        .value
+        .iter()
+        .map(|s| match s {
+            RawScope::Read => Scope::Read,
+            RawScope::Admin => Scope::Admin,
+        })
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    if scopes.is_empty() {
+        cx.err(
+            t.scopes.at,
+            &join(&path, "scopes"),
+            "give at least one scope (read, admin)",
+        );
+    }
+    Some(TokenConfig {
+        secret: secret?,
+        scopes,
+    })
+}
+
+/// The daemon file's `fetch` section: defaults for every watch, and the
+/// fence.
+fn daemon_fetch(f: &RawFetchDefaults, cx: &mut Ctx) -> FetchDefaults {
+    let mut fetch = fetch_settings(
+        FetchFields {
+            max_body: f.max_body.as_ref(),
+            connect_timeout: f.connect_timeout.as_ref(),
+            timeout: f.timeout.as_ref(),
+            max_redirects: f.max_redirects.as_ref(),
+            retries: f.retries.as_ref(),
+            proxy: f.proxy.as_ref(),
+        },
+        &FetchDefaults::default(),
+        cx,
+    );
+    fence_settings(f, &mut fetch, cx);
+    fetch
+}
+
+/// The `limits` section over the defaults.
+fn limits(l: &RawLimits, cx: &mut Ctx) -> Limits {
+    let d = Limits::default();
+    Limits {
+        concurrency: cx.at_least_one(l.concurrency.as_ref(), "limits.concurrency", d.concurrency),
+        per_host: cx.at_least_one(l.per_host.as_ref(), "limits.per_host", d.per_host),
+        host_spacing: cx.duration(
+            l.host_spacing.as_ref(),
+            "limits.host_spacing",
+            d.host_spacing,
+        ),
+        page: match &l.page {
+            Some(p) => page_limits(&p.value, cx),
+            None => d.page,
+        },
+    }
+}
+
+/// The `alerts` section over the defaults.
+fn alert_settings(a: &RawAlerts, cx: &mut Ctx) -> AlertSettings {
+    let d = AlertSettings::default();
+    AlertSettings {
+        failures_before_alert: cx.at_least_one(
+            a.failures_before_alert.as_ref(),
+            "alerts.failures_before_alert",
+            d.failures_before_alert,
+        ),
+        give_up_after: cx.duration_min(
+            a.give_up_after.as_ref(),
+            "alerts.give_up_after",
+            d.give_up_after,
+            Duration::from_millis(1),
+        ),
+    }
+}
+
+/// The `retention` section over the defaults.
+fn retention(r: &RawRetention, cx: &mut Ctx) -> Retention {
+    let d = Retention::default();
+    Retention {
+        keep_versions: cx.at_least_one(
+            r.keep_versions.as_ref(),
+            "retention.keep_versions",
+            d.keep_versions,
+        ),
+        keep_days: cx.at_least_one(r.keep_days.as_ref(), "retention.keep_days", d.keep_days),
     }
 }
 
@@ -1381,188 +1423,258 @@ fn watch(
 ) -> Option<(Watch, Pos)> {
     let root_at = raw.at;
     let raw = raw.value;
-    let (id, id_at) = match &raw.id {
-        Some(id) => {
-            if !valid_id(&id.value) {
-                cx.err(
-                    id.at,
-                    "id",
-                    format!(
-                        "watch id `{}` may only use A-Z a-z 0-9 . _ - (at least one)",
-                        id.value
-                    ),
-                );
-            }
-            (id.value.clone(), id.at)
-        }
-        None => {
-            let stem = cx
-                .file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if !valid_id(&stem) {
-                cx.err(
-                    root_at,
-                    "id",
-                    format!(
-                        "the file name gives the watch id `{stem}`, which may only use A-Z a-z 0-9 . _ -: rename the file or set `id`"
-                    ),
-                );
-            }
-            (stem, root_at)
-        }
-    };
+    let (id, id_at) = watch_id(raw.id.as_ref(), root_at, cx);
     let url = page_url(&raw.url, fence, public_clip(&raw), cx);
     let schedule = schedule(&raw.schedule, cx);
     let fetch = watch_fetch(raw.fetch.as_ref().map(|f| &f.value), &daemon.fetch, cx);
+    let ignore = ignore_list(raw.ignore.as_ref(), cx);
+    let mut clips = BTreeMap::new();
+    for (name, c) in raw.clips.iter().flatten() {
+        clips.insert(name.clone(), clip(name, c, daemon, cx));
+    }
+    let thresholds = thresholds(raw.thresholds.as_ref(), known, cx);
+    let on_change = raw
+        .on_change
+        .as_ref()
+        .map(|oc| on_change(&oc.value, known, cx));
+    let failures = failure_policy(raw.failures.as_ref(), daemon, known, cx);
+    let data_only = data_only(&raw, &clips, cx);
+    let layout = match &raw.layout {
+        None => Layout::default(),
+        Some(l) => layout_settings(&l.value, known, cx),
+    };
+    Some((
+        Watch {
+            id,
+            file: cx.file.to_path_buf(),
+            url: url?,
+            title: raw.title.as_ref().map(|t| t.value.clone()),
+            schedule: schedule?,
+            fetch: fetch?,
+            ignore,
+            clips,
+            thresholds: thresholds?,
+            on_change,
+            failures,
+            data_only,
+            layout,
+        },
+        id_at,
+    ))
+}
+
+/// The watch's id and where it is given: `id`, or the file's stem.
+fn watch_id(id: Option<&Sp<String>>, root_at: Pos, cx: &mut Ctx) -> (String, Pos) {
+    if let Some(id) = id {
+        if !valid_id(&id.value) {
+            cx.err(
+                id.at,
+                "id",
+                format!(
+                    "watch id `{}` may only use A-Z a-z 0-9 . _ - (at least one)",
+                    id.value
+                ),
+            );
+        }
+        return (id.value.clone(), id.at);
+    }
+    let stem = cx
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !valid_id(&stem) {
+        cx.err(
+            root_at,
+            "id",
+            format!(
+                "the file name gives the watch id `{stem}`, which may only use A-Z a-z 0-9 . _ -: rename the file or set `id`"
+            ),
+        );
+    }
+    (stem, root_at)
+}
+
+/// The `ignore` XPaths that compile.
+fn ignore_list(list: Option<&Sp<Vec<Sp<String>>>>, cx: &mut Ctx) -> Vec<String> {
     let mut ignore = Vec::new();
-    if let Some(list) = &raw.ignore {
-        for (i, x) in list.value.iter().enumerate() {
-            if cx.xpath(x, &format!("ignore[{i}]")).is_some() {
-                ignore.push(x.value.clone());
-            }
+    for (i, x) in list.iter().flat_map(|l| l.value.iter()).enumerate() {
+        if cx.xpath(x, &format!("ignore[{i}]")).is_some() {
+            ignore.push(x.value.clone());
         }
     }
-    let mut clips = BTreeMap::new();
-    for (name, clip) in raw.clips.iter().flatten() {
-        let path = join("clips", name);
-        if !valid_clip_name(name) {
+    ignore
+}
+
+/// Clip `name`: what it selects (an XPath, or an extractor and the XPath
+/// of what it extracts), its stylesheet and cache header.
+fn clip(name: &str, clip: &Sp<RawClip>, daemon: &DaemonConfig, cx: &mut Ctx) -> Clip {
+    let path = join("clips", name);
+    if !valid_clip_name(name) {
+        cx.err(
+            clip.at,
+            &path,
+            format!("clip name `{name}` may only use A-Z a-z 0-9 . _ -"),
+        );
+    }
+    let (xpath, extract) = match (&clip.value.xpath, &clip.value.extract) {
+        (Some(x), None) => {
+            cx.xpath(x, &join(&path, "xpath"));
+            if let Some(k) = &clip.value.keywords {
+                cx.err(
+                    k.at,
+                    &join(&path, "keywords"),
+                    "keywords belong to `extract: region` clips",
+                );
+            }
+            (x.value.clone(), None)
+        }
+        (None, Some(e)) => {
+            let spec = extract_spec(e, clip.value.keywords.as_ref(), &path, cx);
+            (
+                format!("/page/*[@clip={}]", crate::hierarchy::xpath_literal(name)),
+                spec,
+            )
+        }
+        (Some(_), Some(e)) => {
+            cx.err(e.at, &path, "give either xpath or extract, not both");
+            (String::new(), None)
+        }
+        (None, None) => {
             cx.err(
                 clip.at,
                 &path,
-                format!("clip name `{name}` may only use A-Z a-z 0-9 . _ -"),
+                "give xpath (what to select) or extract (article, records or region)",
             );
+            (String::new(), None)
         }
-        let (xpath, extract) = match (&clip.value.xpath, &clip.value.extract) {
-            (Some(x), None) => {
-                cx.xpath(x, &join(&path, "xpath"));
-                if let Some(k) = &clip.value.keywords {
-                    cx.err(
-                        k.at,
-                        &join(&path, "keywords"),
-                        "keywords belong to `extract: region` clips",
-                    );
-                }
-                (x.value.clone(), None)
-            }
-            (None, Some(e)) => {
-                let spec = extract_spec(e, clip.value.keywords.as_ref(), &path, cx);
-                (
-                    format!("/page/*[@clip={}]", crate::hierarchy::xpath_literal(name)),
-                    spec,
-                )
-            }
-            (Some(_), Some(e)) => {
-                cx.err(e.at, &path, "give either xpath or extract, not both");
-                (String::new(), None)
-            }
-            (None, None) => {
-                cx.err(
-                    clip.at,
-                    &path,
-                    "give xpath (what to select) or extract (article, records or region)",
-                );
-                (String::new(), None)
-            }
-        };
-        let stylesheet = clip.value.stylesheet.as_ref().and_then(|s| {
-            let name = s.value.trim();
-            if !valid_stylesheet(name) {
-                cx.err(
-                    s.at,
-                    &join(&path, "stylesheet"),
-                    format!("`{name}` is not a stylesheet name: a file name ending in .xsl (A-Z a-z 0-9 . _ -), no directories"),
-                );
-                return None;
-            }
-            if !daemon.server.xslt.join(name).is_file() {
-                cx.err(
-                    s.at,
-                    &join(&path, "stylesheet"),
-                    format!(
-                        "no stylesheet `{name}` in {}",
-                        daemon.server.xslt.display()
-                    ),
-                );
-                return None;
-            }
-            Some(name.to_owned())
-        });
-        let cache_control = clip
-            .value
-            .cache_control
-            .as_ref()
-            .and_then(|cc| cx.header_value(cc, &join(&path, "cache_control")));
-        clips.insert(
-            name.clone(),
-            Clip {
-                xpath,
-                extract,
-                description: clip.value.description.as_ref().map(|d| d.value.clone()),
-                public: clip.value.public.as_ref().is_some_and(|p| p.value),
-                stylesheet,
-                cache_control,
-            },
-        );
+    };
+    let stylesheet = clip
+        .value
+        .stylesheet
+        .as_ref()
+        .and_then(|s| clip_stylesheet(s, &path, daemon, cx));
+    let cache_control = clip
+        .value
+        .cache_control
+        .as_ref()
+        .and_then(|cc| cx.header_value(cc, &join(&path, "cache_control")));
+    Clip {
+        xpath,
+        extract,
+        description: clip.value.description.as_ref().map(|d| d.value.clone()),
+        public: clip.value.public.as_ref().is_some_and(|p| p.value),
+        stylesheet,
+        cache_control,
     }
+}
+
+/// A clip's stylesheet: a file name in the server's stylesheet directory.
+fn clip_stylesheet(
+    s: &Sp<String>,
+    path: &str,
+    daemon: &DaemonConfig,
+    cx: &mut Ctx,
+) -> Option<String> {
+    let name = s.value.trim();
+    if !valid_stylesheet(name) {
+        cx.err(
+            s.at,
+            &join(path, "stylesheet"),
+            format!("`{name}` is not a stylesheet name: a file name ending in .xsl (A-Z a-z 0-9 . _ -), no directories"),
+        );
+        return None;
+    }
+    if !daemon.server.xslt.join(name).is_file() {
+        cx.err(
+            s.at,
+            &join(path, "stylesheet"),
+            format!("no stylesheet `{name}` in {}", daemon.server.xslt.display()),
+        );
+        return None;
+    }
+    Some(name.to_owned())
+}
+
+/// The thresholds, in file order, names unique; `None` when one is invalid
+/// (after every problem is reported).
+fn thresholds(
+    list: Option<&Sp<Vec<Sp<RawThreshold>>>>,
+    known: Option<&BTreeSet<String>>,
+    cx: &mut Ctx,
+) -> Option<Vec<Threshold>> {
     let mut thresholds = Vec::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
-    if let Some(list) = &raw.thresholds {
-        for (i, t) in list.value.iter().enumerate() {
-            let path = format!("thresholds[{i}]");
-            if !names.insert(t.value.name.value.clone()) {
-                cx.err(
-                    t.value.name.at,
-                    &join(&path, "name"),
-                    format!(
-                        "threshold name `{}` is used twice in this watch",
-                        t.value.name.value
-                    ),
-                );
-            }
-            thresholds.push(threshold(t, &path, known, cx));
-        }
-    }
-    let on_change = raw.on_change.as_ref().map(|oc| {
-        if oc.value.notify.value.is_empty() {
+    for (i, t) in list.iter().flat_map(|l| l.value.iter()).enumerate() {
+        let path = format!("thresholds[{i}]");
+        if !names.insert(t.value.name.value.clone()) {
             cx.err(
-                oc.value.notify.at,
-                "on_change.notify",
-                "name at least one notifier",
+                t.value.name.at,
+                &join(&path, "name"),
+                format!(
+                    "threshold name `{}` is used twice in this watch",
+                    t.value.name.value
+                ),
             );
         }
-        OnChange {
-            notify: cx.notifiers(&oc.value.notify, "on_change.notify", known),
-            digest: oc.value.digest.as_ref().map(|d| {
-                cx.duration_min(
-                    Some(d),
-                    "on_change.digest",
-                    Duration::from_secs(3600),
-                    Duration::from_secs(1),
-                )
-            }),
-        }
-    });
-    let failures = match &raw.failures {
-        None => FailurePolicy {
+        thresholds.push(threshold(t, &path, known, cx));
+    }
+    thresholds.into_iter().collect()
+}
+
+/// The `on_change` section.
+fn on_change(oc: &RawOnChange, known: Option<&BTreeSet<String>>, cx: &mut Ctx) -> OnChange {
+    if oc.notify.value.is_empty() {
+        cx.err(
+            oc.notify.at,
+            "on_change.notify",
+            "name at least one notifier",
+        );
+    }
+    OnChange {
+        notify: cx.notifiers(&oc.notify, "on_change.notify", known),
+        digest: oc.digest.as_ref().map(|d| {
+            cx.duration_min(
+                Some(d),
+                "on_change.digest",
+                Duration::from_secs(3600),
+                Duration::from_secs(1),
+            )
+        }),
+    }
+}
+
+/// The `failures` section over the daemon file's `alerts` defaults.
+fn failure_policy(
+    failures: Option<&Sp<RawFailures>>,
+    daemon: &DaemonConfig,
+    known: Option<&BTreeSet<String>>,
+    cx: &mut Ctx,
+) -> FailurePolicy {
+    let Some(f) = failures else {
+        return FailurePolicy {
             alert_after: daemon.alerts.failures_before_alert,
             notify: Vec::new(),
-        },
-        Some(f) => FailurePolicy {
-            alert_after: cx.at_least_one(
-                f.value.alert_after.as_ref(),
-                "failures.alert_after",
-                daemon.alerts.failures_before_alert,
-            ),
-            notify: f
-                .value
-                .notify
-                .as_ref()
-                .map(|n| cx.notifiers(n, "failures.notify", known))
-                .unwrap_or_default(),
-        },
+        };
     };
+    FailurePolicy {
+        alert_after: cx.at_least_one(
+            f.value.alert_after.as_ref(),
+            "failures.alert_after",
+            daemon.alerts.failures_before_alert,
+        ),
+        notify: f
+            .value
+            .notify
+            .as_ref()
+            .map(|n| cx.notifiers(n, "failures.notify", known))
+            .unwrap_or_default(),
+    }
+}
+
+/// Whether only the page's data is compared (`monitor: data`), which needs
+/// something saying where the data is.
+fn data_only(raw: &RawWatch, clips: &BTreeMap<String, Clip>, cx: &mut Ctx) -> bool {
     let data_only = matches!(
         raw.monitor.as_ref().map(|m| m.value),
         Some(RawMonitor::Data)
@@ -1582,58 +1694,41 @@ fn watch(
             "`monitor: data` needs an extract clip or layout.template to say where the data is",
         );
     }
-    let layout = match &raw.layout {
-        None => Layout::default(),
-        Some(l) => Layout {
-            template: l.value.template.as_ref().and_then(|t| {
-                if valid_id(&t.value) {
-                    Some(t.value.clone())
-                } else {
-                    cx.err(
-                        t.at,
-                        "layout.template",
-                        format!(
-                            "`{}` is not a template set name (A-Z a-z 0-9 . _ -)",
-                            t.value
-                        ),
-                    );
-                    None
-                }
-            }),
-            max_drift: match &l.value.max_drift {
-                None => DEFAULT_MAX_DRIFT,
-                Some(d) if d.value > 0.0 && d.value <= 1.0 => d.value,
-                Some(d) => {
-                    cx.err(d.at, "layout.max_drift", "a drift in (0, 1]");
-                    DEFAULT_MAX_DRIFT
-                }
-            },
-            notify: l
-                .value
-                .notify
-                .as_ref()
-                .map(|n| cx.notifiers(n, "layout.notify", known))
-                .unwrap_or_default(),
+    data_only
+}
+
+/// The `layout` section.
+fn layout_settings(l: &RawLayout, known: Option<&BTreeSet<String>>, cx: &mut Ctx) -> Layout {
+    Layout {
+        template: l.template.as_ref().and_then(|t| {
+            if valid_id(&t.value) {
+                Some(t.value.clone())
+            } else {
+                cx.err(
+                    t.at,
+                    "layout.template",
+                    format!(
+                        "`{}` is not a template set name (A-Z a-z 0-9 . _ -)",
+                        t.value
+                    ),
+                );
+                None
+            }
+        }),
+        max_drift: match &l.max_drift {
+            None => DEFAULT_MAX_DRIFT,
+            Some(d) if d.value > 0.0 && d.value <= 1.0 => d.value,
+            Some(d) => {
+                cx.err(d.at, "layout.max_drift", "a drift in (0, 1]");
+                DEFAULT_MAX_DRIFT
+            }
         },
-    };
-    Some((
-        Watch {
-            id,
-            file: cx.file.to_path_buf(),
-            url: url?,
-            title: raw.title.as_ref().map(|t| t.value.clone()),
-            schedule: schedule?,
-            fetch: fetch?,
-            ignore,
-            clips,
-            thresholds: thresholds.into_iter().collect::<Option<Vec<_>>>()?,
-            on_change,
-            failures,
-            data_only,
-            layout,
-        },
-        id_at,
-    ))
+        notify: l
+            .notify
+            .as_ref()
+            .map(|n| cx.notifiers(n, "layout.notify", known))
+            .unwrap_or_default(),
+    }
 }
 
 /// The name of a public clip of `raw`, if it has one.

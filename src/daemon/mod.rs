@@ -1,47 +1,70 @@
-//! `semclip run`: the scheduler, the outbox and the service plumbing.
+//! `semclip run`: the daemon, wired from its tasks.
 //!
-//! One scheduler task keeps every watch's next run in an ordered set and
-//! starts checks as they fall due, at most `limits.concurrency` at a time
-//! (the per-host limits apply inside each fetch) and never two of one watch
-//! at once. Each check stores its watch's next run in the same transaction
-//! as its result, so a restart resumes the schedule: a run missed while the
+//! Takes the daemon file and the watches directory; gives a process that
+//! checks every watch on its schedule, delivers the alerts, serves clips
+//! (when `listen` is set) and reloads the watches on SIGHUP or a change in
+//! their directory, until SIGTERM or Ctrl-C.
+//!
+//! [`run`] only wires tasks together. Each long-lived task is a function
+//! here or a module of its own: the [`scheduler`] (the watches' next runs,
+//! at most `limits.concurrency` checks at once, never two of one watch),
+//! the [`outbox`] deliverer, the clip server, the [`demo`] site, the
+//! retention pruner, the signal listener, the directory watcher, the
+//! reloader and the systemd watchdog.
+//!
+//! Each check stores its watch's next run in the same transaction as its
+//! result, so a restart resumes the schedule: a run missed while the
 //! daemon was down happens once at start, not once per missed slot, and a
 //! run that completed is not repeated.
 //!
-//! Signals: SIGTERM and Ctrl-C stop scheduling, let the checks in flight
-//! finish (up to [`DRAIN_TIMEOUT`]) and the requests in flight (up to
-//! [`SERVER_DRAIN_TIMEOUT`]) and exit; with nothing in flight, at once. SIGHUP, or a change in the
-//! watches directory, reloads the watch files: if they are all valid the new
-//! set replaces the old one (state is kept in the store, by watch id), and
-//! otherwise every error is logged and the old set keeps running.
+//! # Shutdown
+//!
+//! One [`CancellationToken`] is the shutdown signal: SIGTERM and Ctrl-C
+//! cancel it, and every long-lived task selects on it. Every task is
+//! spawned on one [`TaskTracker`]. On shutdown the scheduler starts no new
+//! check; the checks in flight, the HTTP requests in flight and the
+//! outbox's round in progress finish, all within [`DRAIN_TIMEOUT`]; with
+//! nothing in flight the daemon exits at once. Tasks that have nothing to
+//! finish (the pruner, the demo site, the watchers) return as soon as they
+//! see the token.
+//!
+//! SIGHUP, or a change in the watches directory, reloads the watch files:
+//! if they are all valid the new set replaces the old one (state is kept in
+//! the store, by watch id), and otherwise every error is logged and the old
+//! set keeps running.
 //!
 //! Under systemd (`Type=notify`) the daemon reports readiness, reloads and
-//! stopping, and pings the watchdog when one is configured.
+//! stopping, and pings the watchdog when one is configured (from a task of
+//! its own: it says the runtime is alive, not that a check is).
 
 pub mod demo;
 pub mod outbox;
+pub mod scheduler;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use chrono::{DateTime, Utc};
-use tokio::sync::{Notify, Semaphore, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
 use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
 use crate::notify::Notifier;
+use crate::serve::Server;
+use crate::serve::metrics::Metrics;
 use crate::store::pool::StorePool;
 
-/// How long checks in flight may take to finish at shutdown.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+use self::scheduler::{Clock, Scheduler};
 
-/// How long requests in flight and the outbox's last round may take at
-/// shutdown, after the checks drained.
-pub const SERVER_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the daemon waits at shutdown for what is in flight (checks,
+/// HTTP requests, the outbox's round) before it exits anyway. The README's
+/// "Signals" section states the same bound.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long the watches directory must be quiet before a change reloads it.
 const RELOAD_SETTLE: Duration = Duration::from_millis(300);
@@ -118,342 +141,365 @@ pub fn describe(report: &CheckReport) -> String {
     format!("{}: {what}", report.watch)
 }
 
-fn to_utc(t: SystemTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from(t)
-}
-
-/// The next run of `watch` after `now`, with jitter.
-fn next_run(watch: &Watch, now: SystemTime) -> SystemTime {
-    watch
-        .schedule
-        .next_with_jitter(to_utc(now))
-        .map_or(now + Duration::from_secs(86_400), SystemTime::from)
-}
-
-/// Events the scheduler reacts to besides the clock.
-enum Event {
-    Done(
-        String,
-        SystemTime,
-        Box<Result<CheckReport, check::CheckError>>,
-    ),
-    Reload,
-    /// A client asked for a check now (the API's `check`).
-    CheckNow(String),
-    Stop,
+/// What every task of the daemon shares.
+struct Shared {
+    daemon: Arc<DaemonConfig>,
+    stores: Arc<StorePool>,
+    metrics: Arc<Metrics>,
+    /// The shutdown signal: cancelled by SIGTERM or Ctrl-C (and when `run`
+    /// returns early), watched by every long-lived task.
+    shutdown: CancellationToken,
+    /// Every task the daemon spawns, so that shutdown can wait for them.
+    tasks: TaskTracker,
 }
 
 /// Runs the daemon until SIGTERM or Ctrl-C.
 pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let loaded =
         load(config_path.as_deref(), watches_dir.as_deref()).context("refusing to start")?;
+    let watches: Vec<Arc<Watch>> = loaded.watches.into_iter().map(Arc::new).collect();
     let daemon = Arc::new(loaded.daemon);
     let stores = open_store(&daemon)?;
     let notifiers = Arc::new(notifiers(&daemon)?);
-    let engine = Arc::new(Engine::new(Arc::clone(&daemon), Arc::clone(&stores)));
+    let stored = stored_next_runs(&stores).await?;
     tracing::info!(
         database = %daemon.database.display(),
-        watches = loaded.watches.len(),
+        watches = watches.len(),
         dir = %daemon.watches_dir.display(),
         "semclip starting"
     );
-
-    let metrics = Arc::new(crate::serve::metrics::Metrics::new());
-    let stop_server = Arc::new(Notify::new());
-    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
-    // Tasks that finish on their own once told to stop (the server after
-    // its requests in flight, the outbox after its round): shutdown waits
-    // for them. Tasks that never finish (retention, the demo site) go in
-    // `endless` and are aborted: waiting for them only ran the shutdown
-    // into its timeout, five seconds on every idle stop.
-    let mut background = JoinSet::new();
-    let mut endless = JoinSet::new();
-    // The clip server, when `listen` is set. Binding fails before anything
-    // else starts: a daemon that cannot serve what it was told to is not
-    // half-started.
-    let server = match daemon.listen {
-        None => None,
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("refusing to start: cannot listen on {addr}"))?;
-            let local = listener.local_addr().unwrap_or(addr);
-            // The server's check-now queue, forwarded into the scheduler's
-            // events; the forwarder ends when the server is dropped.
-            let (check_tx, mut check_rx) = mpsc::unbounded_channel::<String>();
-            let forward = events_tx.clone();
-            tokio::spawn(async move {
-                while let Some(id) = check_rx.recv().await {
-                    if forward.send(Event::CheckNow(id)).is_err() {
-                        return;
-                    }
-                }
-            });
-            let server = crate::serve::Server::new(
-                Arc::clone(&daemon),
-                loaded.watches.iter().cloned().map(Arc::new).collect(),
-                Arc::clone(&stores),
-                Arc::clone(&metrics),
-                Some(check_tx),
-                local,
-            );
-            let s = Arc::clone(&server);
-            let stop = Arc::clone(&stop_server);
-            background.spawn(async move {
-                let shutdown = async move { stop.notified().await };
-                if let Err(error) = crate::serve::serve(listener, s, shutdown).await {
-                    tracing::error!(%error, "the HTTP server failed");
-                }
-            });
-            tracing::info!(addr = %local, "serving clips, feeds, the API and status pages");
-            Some(server)
-        }
+    let shared = Shared {
+        daemon,
+        stores,
+        metrics: Arc::new(Metrics::new()),
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
     };
-    if let Some(demo) = &daemon.demo {
-        let addr = demo.listen;
-        endless.spawn(async move {
-            if let Err(error) = crate::daemon::demo::serve(addr).await {
-                tracing::error!(%addr, %error, "the demo site cannot start");
-            }
-        });
-    }
+    // A `?` below stops what already started.
+    let _stop_on_error = shared.shutdown.clone().drop_guard();
 
-    // The outbox.
-    let wake_outbox = Arc::new(Notify::new());
-    let stop_outbox = Arc::new(Notify::new());
-    {
-        let stores = Arc::clone(&stores);
-        let notifiers = Arc::clone(&notifiers);
-        let wake = Arc::clone(&wake_outbox);
-        let stop = Arc::clone(&stop_outbox);
-        let give_up = daemon.alerts.give_up_after;
-        let metrics = Arc::clone(&metrics);
-        background.spawn(async move {
-            outbox_loop(stores, notifiers, give_up, wake, stop, metrics).await;
-        });
+    // The API's check-now requests. The server owns the sender (closed
+    // when the server is dropped); the scheduler owns the receiver.
+    let (check_now_tx, check_now_rx) = mpsc::unbounded_channel();
+    let server = match shared.daemon.listen {
+        Some(addr) => Some(start_server(&shared, addr, &watches, check_now_tx).await?),
+        None => None,
+    };
+    if let Some(demo) = &shared.daemon.demo {
+        start_demo(&shared, demo.listen);
     }
+    let wake_outbox = start_outbox(&shared, notifiers);
+    start_pruner(&shared);
 
-    {
-        let stores = Arc::clone(&stores);
-        let retention = daemon.retention;
-        endless.spawn(async move {
-            let mut every = tokio::time::interval(PRUNE_EVERY);
-            loop {
-                every.tick().await;
-                let pruned = stores
-                    .run(move |s| {
-                        let now = SystemTime::now();
-                        Ok((s.prune(&retention, now)?, s.prune_values(&retention, now)?))
-                    })
-                    .await;
-                match pruned {
-                    Ok((p, values)) => tracing::debug!(
-                        snapshots = p.snapshots,
-                        changes = p.changes,
-                        values,
-                        "retention applied"
-                    ),
-                    Err(error) => tracing::error!(error = %format!("{error:#}"), "cannot prune"),
-                }
-            }
-        });
-    }
+    // Reload requests (SIGHUP, the directory watcher), to the reloader;
+    // reloaded watch sets, from the reloader to the scheduler. Each channel
+    // closes when its senders' tasks end at shutdown.
+    let (reload_tx, reload_rx) = mpsc::unbounded_channel::<()>();
+    let (reloaded_tx, reloaded_rx) = mpsc::unbounded_channel::<Vec<Arc<Watch>>>();
+    listen_for_signals(&shared, reload_tx.clone())?;
+    let _watcher = watch_directory(&shared, reload_tx);
+    start_reloader(&shared, reload_rx, reloaded_tx, server.clone());
 
-    spawn_signals(events_tx.clone())?;
-    let _watcher = watch_directory(&daemon.watches_dir, events_tx.clone());
-
-    // The schedule: stored next runs, or now for new watches.
-    let statuses = stores.run(|s| s.statuses()).await?;
-    let stored: HashMap<String, Option<SystemTime>> = statuses
-        .into_iter()
-        .map(|s| (s.watch, s.next_run))
-        .collect();
-    let now = SystemTime::now();
-    let mut watches: HashMap<String, Arc<Watch>> = HashMap::new();
-    let mut queue: BTreeSet<(SystemTime, String)> = BTreeSet::new();
-    for w in loaded.watches {
-        let due = stored.get(&w.id).copied().flatten().unwrap_or(now);
-        queue.insert((due, w.id.clone()));
-        watches.insert(w.id.clone(), Arc::new(w));
-    }
-    let slots = Arc::new(Semaphore::new(daemon.limits.concurrency.max(1)));
-    let mut in_flight: HashSet<String> = HashSet::new();
-    let mut checks = JoinSet::new();
-    let watchdog = sd_notify::watchdog_enabled().map(|usec| usec / 2);
+    let checker = Arc::new(Checker {
+        engine: Engine::new(Arc::clone(&shared.daemon), Arc::clone(&shared.stores)),
+        metrics: Arc::clone(&shared.metrics),
+        server,
+        wake_outbox,
+        tasks: shared.tasks.clone(),
+    });
+    let scheduler = Scheduler::new(
+        watches,
+        &stored,
+        shared.daemon.limits.concurrency,
+        Clock::Wall,
+        shared.tasks.clone(),
+        move |watch, now, next| Arc::clone(&checker).run(watch, now, next),
+    );
+    shared
+        .tasks
+        .spawn(scheduler.run(reloaded_rx, check_now_rx, shared.shutdown.clone()));
+    start_watchdog(&shared);
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
     tracing::info!("ready");
 
-    loop {
-        // Start what is due while there are free slots.
-        let now = SystemTime::now();
-        while let Some((due, id)) = queue.first().cloned() {
-            if due > now {
-                break;
-            }
-            let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-                break;
-            };
-            queue.pop_first();
-            let Some(watch) = watches.get(&id).cloned() else {
-                continue;
-            };
-            if !in_flight.insert(id.clone()) {
-                continue;
-            }
-            let next = next_run(&watch, now);
-            let engine = Arc::clone(&engine);
-            let tx = events_tx.clone();
-            let wake = Arc::clone(&wake_outbox);
-            checks.spawn(async move {
-                let report = check::check(&engine, &watch, now, Some(next), false).await;
-                drop(permit);
-                if report.as_ref().is_ok_and(|r| !r.alerts.is_empty()) {
-                    wake.notify_one();
-                }
-                let _ = tx.send(Event::Done(watch.id.clone(), next, Box::new(report)));
-            });
-        }
-        let sleep = queue
-            .first()
-            .map(|(due, _)| due.duration_since(SystemTime::now()).unwrap_or_default())
-            .unwrap_or(Duration::from_secs(3600));
-        let sleep = watchdog.map_or(sleep, |w| sleep.min(w));
-        let event = tokio::select! {
-            event = events.recv() => event,
-            () = tokio::time::sleep(sleep) => None,
-            Some(_) = checks.join_next(), if !checks.is_empty() => None,
-        };
-        if watchdog.is_some() {
-            let _ = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]);
-        }
-        match event {
-            None => {}
-            Some(Event::Done(id, next, report)) => {
-                in_flight.remove(&id);
-                // A check may move its next run (backing off a page refused
-                // for its size).
-                let next = match &*report {
-                    Ok(r) => r.next_run.unwrap_or(next),
-                    Err(_) => next,
-                };
-                match *report {
-                    Ok(report) => {
-                        metrics.checked(&report);
-                        if let (Some(server), PageOutcome::First | PageOutcome::Changed(_)) =
-                            (&server, &report.outcome)
-                        {
-                            // Clips follow the new snapshot at once.
-                            let server = Arc::clone(server);
-                            tokio::spawn(async move { server.poll().await });
-                        }
-                        let line = describe(&report);
-                        if matches!(report.outcome, PageOutcome::Failed(_)) {
-                            tracing::warn!("{line}");
-                        } else {
-                            tracing::info!("{line}");
-                        }
-                        for alert in &report.alerts {
-                            tracing::info!(watch = %id, kind = ?alert.kind, "alert: {}", alert.summary);
-                        }
-                    }
-                    Err(error) => {
-                        tracing::error!(watch = %id, error = %crate::error_chain(&error), "check not recorded");
-                    }
-                }
-                if watches.contains_key(&id) {
-                    queue.insert((next, id));
-                }
-            }
-            Some(Event::Reload) => {
-                let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
-                match config::load_watches(&daemon.watches_dir, &daemon) {
-                    Err(diagnostics) => {
-                        for d in &diagnostics {
-                            tracing::error!("{d}");
-                        }
-                        tracing::error!(
-                            errors = diagnostics.len(),
-                            "reload refused: the previous watches keep running"
-                        );
-                    }
-                    Ok(new) => {
-                        let before = watches.len();
-                        let mut next: HashMap<String, Arc<Watch>> = HashMap::new();
-                        for w in new {
-                            // Display names every setting of a schedule.
-                            let changed_schedule = watches.get(&w.id).is_none_or(|old| {
-                                old.schedule.to_string() != w.schedule.to_string()
-                            });
-                            if changed_schedule {
-                                queue.retain(|(_, id)| id != &w.id);
-                                if !in_flight.contains(&w.id) {
-                                    let due = if watches.contains_key(&w.id) {
-                                        next_run(&w, SystemTime::now())
-                                    } else {
-                                        SystemTime::now()
-                                    };
-                                    queue.insert((due, w.id.clone()));
-                                }
-                            }
-                            next.insert(w.id.clone(), Arc::new(w));
-                        }
-                        queue.retain(|(_, id)| next.contains_key(id));
-                        tracing::info!(before, after = next.len(), "watches reloaded");
-                        if let Some(server) = &server {
-                            server.set_watches(next.values().cloned().collect());
-                        }
-                        watches = next;
-                    }
-                }
-                let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
-            }
-            Some(Event::CheckNow(id)) if watches.contains_key(&id) && !in_flight.contains(&id) => {
-                queue.retain(|(_, q)| q != &id);
-                queue.insert((SystemTime::now(), id.clone()));
-                tracing::info!(watch = %id, "check requested");
-            }
-            Some(Event::CheckNow(_)) => {}
-            Some(Event::Stop) => break,
-        }
-    }
-
+    shared.shutdown.cancelled().await;
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
-    tracing::info!(
-        in_flight = checks.len(),
-        "stopping: letting checks in flight finish"
-    );
-    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while checks.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!("checks still running after {DRAIN_TIMEOUT:?}; stopping anyway");
-        checks.abort_all();
-    }
-    endless.abort_all();
-    stop_outbox.notify_one();
-    stop_server.notify_one();
-    // Requests in flight and the outbox's round get a moment to finish;
-    // with nothing in flight this returns at once.
-    let finished = tokio::time::timeout(SERVER_DRAIN_TIMEOUT, async {
-        while background.join_next().await.is_some() {}
-    })
-    .await;
-    if finished.is_err() {
-        tracing::warn!("requests still in flight after {SERVER_DRAIN_TIMEOUT:?}; stopping anyway");
-    }
-    background.abort_all();
-    tracing::info!("stopped");
+    drain(&shared.tasks).await;
     Ok(())
 }
 
+/// Waits, at most [`DRAIN_TIMEOUT`], for every tracked task to finish.
+async fn drain(tasks: &TaskTracker) {
+    tasks.close();
+    tracing::info!(
+        tasks = tasks.len(),
+        "stopping: letting what is in flight finish"
+    );
+    if tokio::time::timeout(DRAIN_TIMEOUT, tasks.wait())
+        .await
+        .is_err()
+    {
+        // What is left is dropped with the runtime.
+        tracing::warn!(
+            tasks = tasks.len(),
+            timeout = ?DRAIN_TIMEOUT,
+            "still running at the drain timeout; stopping anyway"
+        );
+    }
+    tracing::info!("stopped");
+}
+
+/// Each watch's stored next run.
+async fn stored_next_runs(stores: &Arc<StorePool>) -> anyhow::Result<HashMap<String, SystemTime>> {
+    let statuses = stores
+        .run(|s| s.statuses())
+        .await
+        .context("cannot read the watches' schedule from the store")?;
+    Ok(statuses
+        .into_iter()
+        .filter_map(|s| Some((s.watch, s.next_run?)))
+        .collect())
+}
+
+/// Binds the clip server and serves until shutdown, letting the requests
+/// in flight finish. Binding fails before anything else starts: a daemon
+/// that cannot serve what it was told to is not half-started.
+async fn start_server(
+    shared: &Shared,
+    addr: SocketAddr,
+    watches: &[Arc<Watch>],
+    check_now: mpsc::UnboundedSender<String>,
+) -> anyhow::Result<Arc<Server>> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("refusing to start: cannot listen on {addr}"))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let server = Server::new(
+        Arc::clone(&shared.daemon),
+        watches.to_vec(),
+        Arc::clone(&shared.stores),
+        Arc::clone(&shared.metrics),
+        Some(check_now),
+        local,
+    );
+    let serving = Arc::clone(&server);
+    let shutdown = shared.shutdown.clone().cancelled_owned();
+    shared.tasks.spawn(async move {
+        if let Err(error) = crate::serve::serve(listener, serving, shutdown).await {
+            tracing::error!(error = %format!("{error:#}"), "the HTTP server failed");
+        }
+    });
+    tracing::info!(addr = %local, "serving clips, feeds, the API and status pages");
+    Ok(server)
+}
+
+/// Serves the demo site until shutdown.
+fn start_demo(shared: &Shared, addr: SocketAddr) {
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            served = crate::daemon::demo::serve(addr) => {
+                if let Err(error) = served {
+                    tracing::error!(%addr, %error, "the demo site cannot start");
+                }
+            }
+        }
+    });
+}
+
+/// Starts the outbox deliverer; notifying the returned handle wakes it
+/// (a check queued alerts).
+fn start_outbox(shared: &Shared, notifiers: Arc<HashMap<String, Notifier>>) -> Arc<Notify> {
+    let wake = Arc::new(Notify::new());
+    shared.tasks.spawn(outbox_loop(
+        Arc::clone(&shared.stores),
+        notifiers,
+        shared.daemon.alerts.give_up_after,
+        Arc::clone(&wake),
+        shared.shutdown.clone(),
+        Arc::clone(&shared.metrics),
+    ));
+    wake
+}
+
+/// Applies retention every [`PRUNE_EVERY`] until shutdown.
+fn start_pruner(shared: &Shared) {
+    let stores = Arc::clone(&shared.stores);
+    let retention = shared.daemon.retention;
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        let mut every = tokio::time::interval(PRUNE_EVERY);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = every.tick() => {}
+            }
+            let pruned = stores
+                .run(move |s| {
+                    let now = SystemTime::now();
+                    Ok((s.prune(&retention, now)?, s.prune_values(&retention, now)?))
+                })
+                .await;
+            match pruned {
+                Ok((p, values)) => tracing::debug!(
+                    snapshots = p.snapshots,
+                    changes = p.changes,
+                    values,
+                    "retention applied"
+                ),
+                Err(error) => tracing::error!(error = %format!("{:#}", anyhow::Error::from(error)), "cannot prune"),
+            }
+        }
+    });
+}
+
+/// Pings the systemd watchdog at half its interval, when one is set.
+fn start_watchdog(shared: &Shared) {
+    let Some(interval) = sd_notify::watchdog_enabled() else {
+        return;
+    };
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        let mut every = tokio::time::interval(interval / 2);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = every.tick() => {
+                    let _ = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]);
+                }
+            }
+        }
+    });
+}
+
+/// Reloads the watch files on each request until shutdown: a valid set
+/// goes to the scheduler (and the server), an invalid one is logged and
+/// the running set kept.
+fn start_reloader(
+    shared: &Shared,
+    mut requests: mpsc::UnboundedReceiver<()>,
+    reloaded: mpsc::UnboundedSender<Vec<Arc<Watch>>>,
+    server: Option<Arc<Server>>,
+) {
+    let daemon = Arc::clone(&shared.daemon);
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                request = requests.recv() => if request.is_none() { return },
+            }
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+            match config::load_watches(&daemon.watches_dir, &daemon) {
+                Err(diagnostics) => {
+                    for d in &diagnostics {
+                        tracing::error!("{d}");
+                    }
+                    tracing::error!(
+                        errors = diagnostics.len(),
+                        "reload refused: the previous watches keep running"
+                    );
+                }
+                Ok(watches) => {
+                    let watches: Vec<Arc<Watch>> = watches.into_iter().map(Arc::new).collect();
+                    if let Some(server) = &server {
+                        server.set_watches(watches.clone());
+                    }
+                    if reloaded.send(watches).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+        }
+    });
+}
+
+/// One check as the daemon runs it: the check, then its
+/// outcome logged and counted, the outbox woken for its alerts and the
+/// clips refreshed for a new snapshot.
+struct Checker {
+    engine: Engine,
+    metrics: Arc<Metrics>,
+    server: Option<Arc<Server>>,
+    wake_outbox: Arc<Notify>,
+    tasks: TaskTracker,
+}
+
+impl Checker {
+    /// Checks `watch` (started at `now`, next run `next`); returns the next
+    /// run when the check moved it.
+    async fn run(
+        self: Arc<Self>,
+        watch: Arc<Watch>,
+        now: SystemTime,
+        next: SystemTime,
+    ) -> Option<SystemTime> {
+        // The check runs in its own `check` span (see check::check).
+        let report = check::check(&self.engine, &watch, now, Some(next), false).await;
+        match report {
+            Ok(report) => {
+                if !report.alerts.is_empty() {
+                    self.wake_outbox.notify_one();
+                }
+                self.finished(&report);
+                report.next_run
+            }
+            Err(error) => {
+                tracing::error!(
+                    watch = %watch.id,
+                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    "check not recorded"
+                );
+                None
+            }
+        }
+    }
+
+    fn finished(&self, report: &CheckReport) {
+        self.metrics.checked(report);
+        if let (Some(server), PageOutcome::First | PageOutcome::Changed(_)) =
+            (&self.server, &report.outcome)
+        {
+            // Clips follow the new snapshot at once.
+            let server = Arc::clone(server);
+            self.tasks.spawn(async move { server.poll().await });
+        }
+        log_outcome(report);
+    }
+}
+
+/// Logs a finished check: one fixed message, the watch, the outcome
+/// (`not_modified`, `unchanged`, `first`, `changed` or `failed`), the
+/// number of changes, and each alert raised.
+fn log_outcome(report: &CheckReport) {
+    let watch = &report.watch;
+    let outcome = report.outcome.kind();
+    let changes = match &report.outcome {
+        PageOutcome::Changed(changes) => changes.len(),
+        _ => 0,
+    };
+    match &report.outcome {
+        PageOutcome::Failed(error) => {
+            tracing::warn!(watch = %watch, outcome = %outcome, changes, error = %error, "check finished");
+        }
+        _ => tracing::info!(watch = %watch, outcome = %outcome, changes, "check finished"),
+    }
+    for alert in &report.alerts {
+        tracing::info!(watch = %watch, kind = ?alert.kind, summary = %alert.summary, "alert raised");
+    }
+}
+
+/// Delivers what is due in the outbox, then sleeps until the next row is
+/// due, it is woken, or shutdown (a round in progress finishes first).
 async fn outbox_loop(
     stores: Arc<StorePool>,
     notifiers: Arc<HashMap<String, Notifier>>,
     give_up: Duration,
     wake: Arc<Notify>,
-    stop: Arc<Notify>,
-    metrics: Arc<crate::serve::metrics::Metrics>,
+    shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
 ) {
     loop {
         match outbox::deliver_due(&stores, &notifiers, give_up, SystemTime::now()).await {
@@ -461,7 +507,9 @@ async fn outbox_loop(
                 metrics.alerts_sent.inc_by(round.delivered as u64);
                 metrics.alerts_failed.inc_by(round.given_up as u64);
             }
-            Err(error) => tracing::error!(error = %format!("{error:#}"), "outbox round failed"),
+            Err(error) => {
+                tracing::error!(error = %format!("{:#}", anyhow::Error::from(error)), "outbox round failed")
+            }
         }
         let next = stores.run(|s| s.next_alert_due()).await.ok().flatten();
         let sleep = next
@@ -470,41 +518,49 @@ async fn outbox_loop(
             .min(OUTBOX_POLL)
             .max(Duration::from_millis(50));
         tokio::select! {
+            () = shutdown.cancelled() => return,
             () = wake.notified() => {}
             () = tokio::time::sleep(sleep) => {}
-            () = stop.notified() => return,
         }
     }
 }
 
-fn spawn_signals(tx: mpsc::UnboundedSender<Event>) -> anyhow::Result<()> {
+/// SIGTERM and Ctrl-C cancel the shutdown token; SIGHUP asks for a reload.
+fn listen_for_signals(shared: &Shared, reload: mpsc::UnboundedSender<()>) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
     let mut hup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
-    tokio::spawn(async move {
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
         loop {
-            let event = tokio::select! {
-                _ = term.recv() => Event::Stop,
-                _ = int.recv() => Event::Stop,
-                _ = hup.recv() => Event::Reload,
-            };
-            if tx.send(event).is_err() {
-                return;
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = term.recv() => shutdown.cancel(),
+                _ = int.recv() => shutdown.cancel(),
+                _ = hup.recv() => {
+                    if reload.send(()).is_err() {
+                        return;
+                    }
+                }
             }
         }
     });
     Ok(())
 }
 
-/// Watches the watches directory; a change sends one `Reload` once the
+/// Watches the watches directory; a change asks for one reload once the
 /// directory has been quiet for [`RELOAD_SETTLE`]. Without inotify (or on
-/// error) only SIGHUP reloads.
+/// error) only SIGHUP reloads. The returned watcher must be kept: dropping
+/// it stops the watching.
 fn watch_directory(
-    dir: &Path,
-    tx: mpsc::UnboundedSender<Event>,
+    shared: &Shared,
+    reload: mpsc::UnboundedSender<()>,
 ) -> Option<fswatch::RecommendedWatcher> {
     use fswatch::Watcher;
+    let dir = &shared.daemon.watches_dir;
+    // Raw file events: the watcher's callback owns the sender, this task
+    // the receiver.
     let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<()>();
     let mut watcher =
         match fswatch::recommended_watcher(move |event: fswatch::Result<fswatch::Event>| {
@@ -526,14 +582,89 @@ fn watch_directory(
         tracing::warn!(dir = %dir.display(), %error, "cannot watch the watches directory; reload with SIGHUP");
         return None;
     }
-    tokio::spawn(async move {
-        while raw_rx.recv().await.is_some() {
-            // Settle: editors write files in several steps.
-            while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, raw_rx.recv()).await {}
-            if tx.send(Event::Reload).is_err() {
-                return;
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        let settled = async {
+            while raw_rx.recv().await.is_some() {
+                // Settle: editors write files in several steps.
+                while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, raw_rx.recv()).await {}
+                if reload.send(()).is_err() {
+                    return;
+                }
             }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            () = settled => {}
         }
     });
     Some(watcher)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A log sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn report(outcome: PageOutcome) -> CheckReport {
+        CheckReport {
+            watch: "prices".into(),
+            outcome,
+            alerts: Vec::new(),
+            thresholds: Vec::new(),
+            layout: None,
+            fetch_time: Duration::ZERO,
+            next_run: None,
+        }
+    }
+
+    /// The JSON lines `log_outcome` writes for `report`.
+    fn logged(report: &CheckReport) -> Vec<serde_json::Value> {
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || log_outcome(report));
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_finished_check_is_one_fixed_message_with_watch_outcome_and_changes_fields() {
+        let lines = logged(&report(PageOutcome::First));
+        assert_eq!(lines.len(), 1);
+        let fields = &lines[0]["fields"];
+        assert_eq!(fields["message"], "check finished");
+        assert_eq!(fields["watch"], "prices");
+        assert_eq!(fields["outcome"], "first");
+        assert_eq!(fields["changes"], 0);
+        assert_eq!(lines[0]["level"], "INFO");
+
+        let lines = logged(&report(PageOutcome::Failed("timed out".into())));
+        let fields = &lines[0]["fields"];
+        assert_eq!(fields["message"], "check finished");
+        assert_eq!(fields["outcome"], "failed");
+        assert_eq!(fields["error"], "timed out");
+        assert_eq!(lines[0]["level"], "WARN");
+    }
 }

@@ -17,10 +17,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::monitor::check::CheckError;
 use crate::notify::{Alert, DeliveryError, Notifier};
 use crate::page::fetch::backoff;
 use crate::store::OutboxEntry;
+use crate::store::pool::PoolError;
 use crate::store::pool::StorePool;
 
 /// Rows read per round.
@@ -46,7 +46,7 @@ pub async fn deliver_due(
     notifiers: &HashMap<String, Notifier>,
     give_up_after: Duration,
     now: SystemTime,
-) -> Result<Round, CheckError> {
+) -> Result<Round, PoolError> {
     let due = stores.run(move |s| s.due_alerts(now, BATCH)).await?;
     // One delivery per row, except digest rows: one per (notifier, watch).
     let mut groups: BTreeMap<(String, String, i64), Vec<OutboxEntry>> = BTreeMap::new();

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use tracing::Instrument;
+
 use crate::config::{Auth, DaemonConfig, Threshold, Watch};
 use crate::diff::Change;
 use crate::monitor::compare::{self, Prepared};
@@ -28,9 +30,11 @@ use crate::monitor::watch_page::{self, WatchPage};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
-use crate::page::source::{FetchOptions, RawPage};
+use crate::page::source::{FetchOptions, RawPage, SourceError};
 use crate::store::pool::{PoolError, StorePool};
-use crate::store::{CheckState, Queued, Store, StoreError, ThresholdRecord, WatchStatus};
+use crate::store::{
+    CheckState, Queued, Retention, Store, StoreError, ThresholdRecord, WatchStatus,
+};
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
 
@@ -63,19 +67,40 @@ impl Engine {
 /// they are recorded in the watch's status).
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    /// The store failed.
-    #[error("the store failed: {0}")]
-    Store(#[source] Box<StoreError>),
-    /// A worker thread died.
-    #[error("a worker thread failed: {0}")]
-    Worker(String),
+    /// The store failed reading or recording the check.
+    #[error("cannot record the check of watch `{watch}`")]
+    Store {
+        /// The watch.
+        watch: String,
+        /// What failed.
+        #[source]
+        source: PoolError,
+    },
+    /// The blocking thread that builds, compares and records the page
+    /// panicked or was cancelled.
+    #[error("the check of watch `{watch}` stopped: its worker thread failed")]
+    Worker {
+        /// The watch.
+        watch: String,
+        /// Why the thread ended.
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
-impl From<PoolError> for CheckError {
-    fn from(e: PoolError) -> CheckError {
-        match e {
-            PoolError::Store(e) => CheckError::Store(Box::new(e)),
-            PoolError::Worker(e) => CheckError::Worker(e.to_string()),
+impl CheckError {
+    /// A store failure in the check of `watch`.
+    fn store(watch: &str, source: impl Into<PoolError>) -> CheckError {
+        CheckError::Store {
+            watch: watch.to_owned(),
+            source: source.into(),
+        }
+    }
+
+    /// The watch whose check failed.
+    pub fn watch(&self) -> &str {
+        match self {
+            CheckError::Store { watch, .. } | CheckError::Worker { watch, .. } => watch,
         }
     }
 }
@@ -93,6 +118,20 @@ pub enum PageOutcome {
     Changed(Vec<Change>),
     /// The check failed.
     Failed(String),
+}
+
+impl PageOutcome {
+    /// The outcome as one word, for logs and metrics: `not_modified`,
+    /// `unchanged`, `first`, `changed` or `failed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PageOutcome::NotModified => "not_modified",
+            PageOutcome::Unchanged => "unchanged",
+            PageOutcome::First => "first",
+            PageOutcome::Changed(_) => "changed",
+            PageOutcome::Failed(_) => "failed",
+        }
+    }
 }
 
 /// The result of one check.
@@ -172,8 +211,13 @@ fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
     hasher.finalize().to_hex()[..32].to_owned()
 }
 
-/// Runs one check of `watch` at `now`. `next_run` is stored as the watch's
-/// next run. A dry run writes nothing and queues nothing.
+/// Runs one check of `watch` at `now`, in a `check` span carrying the watch
+/// id. `next_run` is stored as the watch's next run. A dry run writes
+/// nothing and queues nothing.
+///
+/// The steps: read the stored state, fetch, then on a blocking thread
+/// build the hierarchy, compare it, judge thresholds and layout, raise
+/// alerts and record it all (`Work::judge`, `Work::record`).
 pub async fn check(
     engine: &Engine,
     watch: &Arc<Watch>,
@@ -181,16 +225,66 @@ pub async fn check(
     next_run: Option<SystemTime>,
     dry_run: bool,
 ) -> Result<CheckReport, CheckError> {
+    let span = tracing::info_span!("check", watch = %watch.id);
+    checked(engine, watch, now, next_run, dry_run)
+        .instrument(span)
+        .await
+}
+
+async fn checked(
+    engine: &Engine,
+    watch: &Arc<Watch>,
+    now: SystemTime,
+    next_run: Option<SystemTime>,
+    dry_run: bool,
+) -> Result<CheckReport, CheckError> {
+    let (status, current_hash) = stored_state(engine, watch, now, next_run).await?;
+    // Validators only when there is a snapshot to fall back on.
+    let request = page_request(watch, &status, current_hash.is_some());
+    let started = std::time::Instant::now();
+    let fetched = fetch::fetch(&engine.clients, &engine.limiter, &request).await;
+    let pending = Pending {
+        watch: Arc::clone(watch),
+        now,
+        next_run,
+        dry_run,
+        status,
+        current_hash,
+        fetched,
+        fetch_time: started.elapsed(),
+        retention: engine.daemon.retention,
+        limits: engine.daemon.limits.page,
+    };
+    let stores = Arc::clone(&engine.stores);
+    // Events on the blocking thread belong to this check's span too.
+    let span = tracing::Span::current();
+    let recorded = tokio::task::spawn_blocking(move || {
+        span.in_scope(|| stores.with(|store| pending.judge_and_record(store)))
+    })
+    .await;
+    match recorded {
+        Ok(report) => report.map_err(|source| CheckError::store(&watch.id, source)),
+        Err(source) => Err(CheckError::Worker {
+            watch: watch.id.clone(),
+            source,
+        }),
+    }
+}
+
+/// The watch's stored status (this attempt and the next run set) and the
+/// content hash of its current snapshot.
+async fn stored_state(
+    engine: &Engine,
+    watch: &Watch,
+    now: SystemTime,
+    next_run: Option<SystemTime>,
+) -> Result<(WatchStatus, Option<String>), CheckError> {
     let id = watch.id.clone();
-    let status = engine
+    let (status, current_hash) = engine
         .stores
-        .run(move |s| {
-            let status = s.status(&id)?;
-            let hash = s.current_hash(&id)?;
-            Ok((status, hash))
-        })
-        .await?;
-    let (status, current_hash) = status;
+        .run(move |s| Ok((s.status(&id)?, s.current_hash(&id)?)))
+        .await
+        .map_err(|source| CheckError::store(&watch.id, source))?;
     let mut status = status.unwrap_or_else(|| WatchStatus {
         watch: watch.id.clone(),
         ..WatchStatus::default()
@@ -199,117 +293,76 @@ pub async fn check(
     if next_run.is_some() {
         status.next_run = next_run;
     }
-    // Validators only when there is a snapshot to fall back on.
-    let validators = current_hash.is_some();
-    let request = page_request(watch, &status, validators);
-    let started = std::time::Instant::now();
-    let fetched = fetch::fetch(&engine.clients, &engine.limiter, &request).await;
-    let fetch_time = started.elapsed();
+    Ok((status, current_hash))
+}
 
-    let stores = Arc::clone(&engine.stores);
-    let watch = Arc::clone(watch);
-    let retention = engine.daemon.retention;
-    let page_limits = engine.daemon.limits.page;
-    let alert_after = watch.failures.alert_after;
-    tokio::task::spawn_blocking(move || {
-        stores
-            .with(|store| {
-                let before = status.clone();
-                let mut work = Work {
-                    watch: &watch,
-                    now,
-                    status,
-                    alerts: Vec::new(),
-                    state: CheckState::default(),
-                    layout_event: None,
-                };
-                let mut moved_run = None;
-                let (outcome, snapshot) = match fetched {
-                    Err(error) => {
-                        let message = error_chain(&error);
-                        work.failed(&message, alert_after);
-                        (PageOutcome::Failed(message), None)
-                    }
-                    Ok(Fetched::NotModified) => {
-                        work.succeeded();
-                        work.evaluate_stored(store, current_hash.as_deref())?;
-                        (PageOutcome::NotModified, None)
-                    }
-                    Ok(Fetched::Page {
-                        page,
-                        etag,
-                        last_modified,
-                    }) => {
-                        let fetched = FetchedPage {
-                            page: &page,
-                            etag,
-                            last_modified,
-                            current_hash: current_hash.as_deref(),
-                            limits: page_limits,
-                            next_run,
-                            alert_after,
-                        };
-                        let (outcome, snapshot, moved) = work.fetched_page(store, fetched)?;
-                        moved_run = moved;
-                        (outcome, snapshot)
-                    }
-                };
-                let CheckState { thresholds, .. } = &work.state;
-                let levels = thresholds
-                    .iter()
-                    .map(|t| (t.name.clone(), Level::parse(&t.state), t.value))
-                    .collect();
-                let mut outcome = outcome;
-                let mut levels = levels;
-                if !dry_run {
-                    work.state.status = work.status.clone();
-                    work.state.alerts = queue(&watch, &work.alerts);
-                    let recorded = store.record_check(
-                        &watch.id,
-                        now,
-                        snapshot.as_ref().map(|p| p.snapshot_part(&retention)),
-                        &work.state,
-                    );
-                    if let Err(error) = recorded {
-                        // The results could not be kept (a snapshot over the
-                        // store's limit, a full disk): the check failed, and
-                        // that must reach the watch's status and alerts.
-                        let message = format!(
-                            "the check's results could not be stored: {}",
-                            error_chain(&error)
-                        );
-                        let mut failed = Work {
-                            watch: &watch,
-                            now,
-                            status: before,
-                            alerts: Vec::new(),
-                            state: CheckState::default(),
-                            layout_event: None,
-                        };
-                        failed.failed(&message, alert_after);
-                        failed.state.status = failed.status.clone();
-                        failed.state.alerts = queue(&watch, &failed.alerts);
-                        store.record_check(&watch.id, now, None, &failed.state)?;
-                        outcome = PageOutcome::Failed(message);
-                        levels = Vec::new();
-                        work.alerts = failed.alerts;
-                        work.layout_event = None;
-                    }
-                }
-                Ok(CheckReport {
-                    watch: watch.id.clone(),
-                    outcome,
-                    alerts: work.alerts,
-                    thresholds: levels,
-                    layout: work.layout_event,
-                    fetch_time,
-                    next_run: moved_run,
-                })
-            })
-            .map_err(|e| CheckError::Store(Box::new(e)))
-    })
-    .await
-    .map_err(|e| CheckError::Worker(e.to_string()))?
+/// A fetched check waiting for its blocking part.
+struct Pending {
+    watch: Arc<Watch>,
+    now: SystemTime,
+    /// The run after this one, as the schedule has it.
+    next_run: Option<SystemTime>,
+    dry_run: bool,
+    status: WatchStatus,
+    /// The content hash of the stored snapshot.
+    current_hash: Option<String>,
+    fetched: Result<Fetched, SourceError>,
+    fetch_time: Duration,
+    retention: Retention,
+    limits: PageLimits,
+}
+
+impl Pending {
+    /// Judges the fetched page and, unless a dry run, records the check.
+    fn judge_and_record(self, store: &mut Store) -> Result<CheckReport, StoreError> {
+        let Pending {
+            watch,
+            now,
+            next_run,
+            dry_run,
+            status,
+            current_hash,
+            fetched,
+            fetch_time,
+            retention,
+            limits,
+        } = self;
+        let alert_after = watch.failures.alert_after;
+        let before = status.clone();
+        let mut work = Work::new(&watch, now, status);
+        let page = PageSettings {
+            current_hash: current_hash.as_deref(),
+            limits,
+            next_run,
+            alert_after,
+        };
+        let (mut outcome, snapshot, moved_run) = work.judge(store, fetched, page)?;
+        let mut levels = work.levels();
+        if !dry_run && let Err(error) = work.record(store, snapshot.as_ref(), &retention) {
+            // The results could not be kept (a snapshot over the
+            // store's limit, a full disk): the check failed, and that
+            // must reach the watch's status and alerts.
+            let message = format!(
+                "the check's results could not be stored: {}",
+                error_chain(&error)
+            );
+            let mut failed = Work::new(&watch, now, before);
+            failed.failed(&message, alert_after);
+            failed.record(store, None, &retention)?;
+            outcome = PageOutcome::Failed(message);
+            levels = Vec::new();
+            work = failed;
+        }
+        Ok(CheckReport {
+            watch: watch.id.clone(),
+            outcome,
+            alerts: work.alerts,
+            thresholds: levels,
+            layout: work.layout_event,
+            fetch_time,
+            next_run: moved_run,
+        })
+    }
 }
 
 /// The stored layout state of `watch`; a missing or unreadable one (a
@@ -460,11 +513,9 @@ struct Work<'a> {
     layout_event: Option<String>,
 }
 
-/// A page fetched for a check, with what its processing needs.
-struct FetchedPage<'p> {
-    page: &'p RawPage,
-    etag: Option<String>,
-    last_modified: Option<String>,
+/// What judging a fetched page needs besides the page.
+#[derive(Clone, Copy)]
+struct PageSettings<'p> {
     /// The content hash of the stored snapshot.
     current_hash: Option<&'p str>,
     limits: PageLimits,
@@ -473,98 +524,206 @@ struct FetchedPage<'p> {
     alert_after: u32,
 }
 
+/// A page fetched for a check, with what its processing needs.
+struct FetchedPage<'p> {
+    page: &'p RawPage,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    settings: PageSettings<'p>,
+}
+
 /// What a fetched page came to: the outcome, the snapshot to store, and
 /// the next run when the check moved it.
 type PageResult = (PageOutcome, Option<Prepared>, Option<SystemTime>);
 
-impl Work<'_> {
+impl<'a> Work<'a> {
+    fn new(watch: &'a Watch, now: SystemTime, status: WatchStatus) -> Work<'a> {
+        Work {
+            watch,
+            now,
+            status,
+            alerts: Vec::new(),
+            state: CheckState::default(),
+            layout_event: None,
+        }
+    }
+
+    /// What the fetch came to: a failure, a 304 (thresholds judged on
+    /// the stored snapshot if their settings changed), or a page to build,
+    /// compare and judge ([`Work::fetched_page`]).
+    fn judge(
+        &mut self,
+        store: &Store,
+        fetched: Result<Fetched, SourceError>,
+        settings: PageSettings<'_>,
+    ) -> Result<PageResult, StoreError> {
+        match fetched {
+            Err(error) => {
+                let message = error_chain(&error);
+                self.failed(&message, settings.alert_after);
+                Ok((PageOutcome::Failed(message), None, None))
+            }
+            Ok(Fetched::NotModified) => {
+                self.succeeded();
+                self.evaluate_stored(store, settings.current_hash)?;
+                Ok((PageOutcome::NotModified, None, None))
+            }
+            Ok(Fetched::Page {
+                page,
+                etag,
+                last_modified,
+            }) => self.fetched_page(
+                store,
+                FetchedPage {
+                    page: &page,
+                    etag,
+                    last_modified,
+                    settings,
+                },
+            ),
+        }
+    }
+
+    /// Each threshold's level and value as judged (empty when not
+    /// evaluated).
+    fn levels(&self) -> Vec<(String, Level, Option<f64>)> {
+        self.state
+            .thresholds
+            .iter()
+            .map(|t| (t.name.clone(), Level::parse(&t.state), t.value))
+            .collect()
+    }
+
+    /// Records the check in one transaction: the status (with the next
+    /// run), the snapshot when there is a new one, thresholds, layout and
+    /// the alerts queued for their notifiers.
+    fn record(
+        &mut self,
+        store: &mut Store,
+        snapshot: Option<&Prepared>,
+        retention: &Retention,
+    ) -> Result<(), StoreError> {
+        self.state.status = self.status.clone();
+        self.state.alerts = queue(self.watch, &self.alerts);
+        store
+            .record_check(
+                &self.watch.id,
+                self.now,
+                snapshot.map(|p| p.snapshot_part(retention)),
+                &self.state,
+            )
+            .map(drop)
+    }
+
     /// A fetched page: skipped when it is the bytes of the stored
     /// snapshot, refused when it goes over its budget (or is the bytes
-    /// refused before), otherwise built, compared and its layout judged.
+    /// refused before), otherwise built, compared, its thresholds and
+    /// layout judged.
     fn fetched_page(
         &mut self,
         store: &Store,
         f: FetchedPage<'_>,
     ) -> Result<PageResult, StoreError> {
-        let watch = self.watch;
-        let body = body_hash(&f.page.bytes, &f.limits, watch);
-        if same_bytes(&self.status, &body, watch, f.current_hash) {
+        let settings = f.settings;
+        let body = body_hash(&f.page.bytes, &settings.limits, self.watch);
+        if same_bytes(&self.status, &body, self.watch, settings.current_hash) {
             // The bytes that made the stored snapshot, with the same
             // settings: nothing to parse or diff.
-            tracing::debug!(watch = %watch.id, "the bytes of the stored snapshot: not parsed");
+            tracing::debug!(watch = %self.watch.id, "the bytes of the stored snapshot: not parsed");
             self.succeeded();
             self.status.etag = f.etag;
             self.status.last_modified = f.last_modified;
-            self.evaluate_stored(store, f.current_hash)?;
+            self.evaluate_stored(store, settings.current_hash)?;
             return Ok((PageOutcome::Unchanged, None, None));
         }
-        let budget = Budget::new(f.limits);
         let built = if self.status.rejected_body.as_deref() == Some(&body) {
             Err(Rejected::Again)
         } else {
-            let decoded = f.page.decode();
-            let url = f.page.url.as_ref().map(ToString::to_string);
-            let previous = previous_layout(store, &watch.id);
-            let mut templates = watch
-                .layout
-                .template
-                .as_deref()
-                .and_then(|name| template_set(store, &watch.id, name));
-            watch_page::build_page(
-                &decoded.text,
-                url.as_deref(),
-                watch,
-                &previous.wrappers,
-                templates.as_mut(),
-                &budget,
-            )
-            .map(|page| (page, previous))
-            .map_err(Rejected::Now)
+            self.build(store, f.page, settings.limits)
         };
         let (page, previous) = match built {
             Ok(built) => built,
-            Err(rejected) => {
-                let message = match rejected {
-                    Rejected::Now(exceeded) => exceeded.to_string(),
-                    Rejected::Again => format!(
-                        "{} (the same bytes as the page refused before: not parsed again)",
-                        self.status
-                            .last_error
-                            .as_deref()
-                            .and_then(|e| e.split(" (the same bytes").next())
-                            .unwrap_or("page too large")
-                    ),
-                };
-                self.failed(&message, f.alert_after);
-                self.status.rejected_body = Some(body);
-                let moved = f
-                    .next_run
-                    .map(|next| backed_off(self.now, next, self.status.failures));
-                self.status.next_run = moved.or(self.status.next_run);
-                return Ok((PageOutcome::Failed(message), None, moved));
-            }
+            Err(rejected) => return Ok(self.refused(rejected, body, settings)),
         };
         self.status.rejected_body = None;
-        let h = &page.hierarchy;
-        match compare::prepare(store, &watch.id, h, &watch.ignore) {
-            Err(error) => {
-                let message = error_chain(&error);
-                self.failed(&message, f.alert_after);
-                Ok((PageOutcome::Failed(message), None, None))
-            }
-            Ok(prepared) => {
-                self.succeeded();
-                self.status.etag = f.etag;
-                self.status.last_modified = f.last_modified;
-                self.status.body_hash = Some(body);
-                // One evaluator for thresholds and layout: natively on the
-                // hierarchy, its XML written only if an XPath needs libxml2.
-                let ev = Evaluator::new(h);
-                let outcome = self.page(store, &ev, &prepared, f.current_hash.is_none())?;
-                self.layout(&previous, &page, &prepared, &ev);
-                Ok((outcome, Some(prepared), None))
-            }
-        }
+        let prepared =
+            match compare::prepare(store, &self.watch.id, &page.hierarchy, &self.watch.ignore) {
+                Ok(prepared) => prepared,
+                Err(error) => {
+                    let message = error_chain(&error);
+                    self.failed(&message, settings.alert_after);
+                    return Ok((PageOutcome::Failed(message), None, None));
+                }
+            };
+        self.succeeded();
+        self.status.etag = f.etag;
+        self.status.last_modified = f.last_modified;
+        self.status.body_hash = Some(body);
+        // One evaluator for thresholds and layout: natively on the
+        // hierarchy, its XML written only if an XPath needs libxml2.
+        let ev = Evaluator::new(&page.hierarchy);
+        let outcome = self.page(store, &ev, &prepared, settings.current_hash.is_none())?;
+        self.layout(&previous, &page, &prepared, &ev);
+        Ok((outcome, Some(prepared), None))
+    }
+
+    /// Builds the page's hierarchy within its budget, with the stored
+    /// layout state (returned with the page) and the learned templates.
+    fn build(
+        &self,
+        store: &Store,
+        raw: &RawPage,
+        limits: PageLimits,
+    ) -> Result<(WatchPage, LayoutState), Rejected> {
+        let watch = self.watch;
+        let budget = Budget::new(limits);
+        let decoded = raw.decode();
+        let url = raw.url.as_ref().map(ToString::to_string);
+        let previous = previous_layout(store, &watch.id);
+        let mut templates = watch
+            .layout
+            .template
+            .as_deref()
+            .and_then(|name| template_set(store, &watch.id, name));
+        watch_page::build_page(
+            &decoded.text,
+            url.as_deref(),
+            watch,
+            &previous.wrappers,
+            templates.as_mut(),
+            &budget,
+        )
+        .map(|page| (page, previous))
+        .map_err(Rejected::Now)
+    }
+
+    /// A page refused for its size: the check failed, the body is
+    /// remembered (the same bytes are not parsed again) and the next run
+    /// backs off.
+    fn refused(
+        &mut self,
+        rejected: Rejected,
+        body: String,
+        settings: PageSettings<'_>,
+    ) -> PageResult {
+        let message = match rejected {
+            Rejected::Now(exceeded) => exceeded.to_string(),
+            Rejected::Again => format!(
+                "{} (the same bytes as the page refused before: not parsed again)",
+                self.status
+                    .last_error
+                    .as_deref()
+                    .and_then(|e| e.split(" (the same bytes").next())
+                    .unwrap_or("page too large")
+            ),
+        };
+        self.failed(&message, settings.alert_after);
+        self.status.rejected_body = Some(body);
+        let moved = settings
+            .next_run
+            .map(|next| backed_off(self.now, next, self.status.failures));
+        self.status.next_run = moved.or(self.status.next_run);
+        (PageOutcome::Failed(message), None, moved)
     }
 
     fn alert(&self, kind: AlertKind, summary: String) -> Alert {
@@ -825,6 +984,42 @@ pub fn failed(report: &CheckReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_error_names_its_watch_and_keeps_its_cause_as_source() {
+        let time = SystemTime::UNIX_EPOCH;
+        let error = CheckError::store("prices", StoreError::TimeOutOfRange { time });
+        assert_eq!(error.watch(), "prices");
+        assert_eq!(
+            error.to_string(),
+            "cannot record the check of watch `prices`"
+        );
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(error)),
+            format!(
+                "cannot record the check of watch `prices`: time {time:?} is out of the snapshot store's range"
+            ),
+            "the chain names each cause once"
+        );
+    }
+
+    #[test]
+    fn outcome_kinds_are_one_word_each() {
+        let kinds: Vec<&str> = [
+            PageOutcome::NotModified,
+            PageOutcome::Unchanged,
+            PageOutcome::First,
+            PageOutcome::Changed(Vec::new()),
+            PageOutcome::Failed("boom".into()),
+        ]
+        .iter()
+        .map(PageOutcome::kind)
+        .collect();
+        assert_eq!(
+            kinds,
+            ["not_modified", "unchanged", "first", "changed", "failed"]
+        );
+    }
 
     #[test]
     fn a_refused_page_backs_off_doubling_up_to_the_cap_never_before_its_run() {

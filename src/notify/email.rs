@@ -46,9 +46,9 @@ impl EmailNotifier {
                 notifier: name.to_owned(),
             });
         }
-        let transport_error = |e: lettre::transport::smtp::Error| NotifyError::Transport {
+        let transport_error = |source| NotifyError::Transport {
             notifier: name.to_owned(),
-            message: error_chain(&e),
+            source,
         };
         let builder = match smtp.security {
             SmtpSecurity::StartTls => {

@@ -160,12 +160,13 @@ pub enum NotifyError {
         message: String,
     },
     /// The SMTP transport cannot be set up (e.g. TLS parameters).
-    #[error("notifier {notifier}: SMTP transport: {message}")]
+    #[error("notifier {notifier}: cannot set up the SMTP transport")]
     Transport {
         /// The notifier's name.
         notifier: String,
         /// What went wrong.
-        message: String,
+        #[source]
+        source: lettre::transport::smtp::Error,
     },
     /// A webhook header name or value that HTTP does not allow.
     #[error("notifier {notifier}: header {header:?}: {message}")]

@@ -755,7 +755,7 @@ fn a_restart_keeps_the_schedule_neither_repeating_nor_losing_a_run() {
     setup(dir, "", &[("hourly", watch("1h"))]);
     let daemon = Daemon::start(dir);
     site.wait_for("/quotes.html", 1, Duration::from_secs(20));
-    daemon.wait_log("hourly: first snapshot stored", Duration::from_secs(20));
+    daemon.wait_log("watch=hourly outcome=first", Duration::from_secs(20));
     assert_eq!(daemon.stop().code(), Some(0));
     // Restarted within the hour: the run is not repeated.
     let daemon = Daemon::start(dir);
@@ -871,7 +871,7 @@ fn an_idle_daemon_stops_at_once_on_sigterm_and_its_log_file_has_no_colour_codes(
         &[idle_watch(&site)],
     );
     let daemon = Daemon::start(dir);
-    daemon.wait_log("idle: first snapshot stored", Duration::from_secs(20));
+    daemon.wait_log("watch=idle outcome=first", Duration::from_secs(20));
     // The server is up (on the port the log reports) before the stop is timed.
     let addr = daemon.addr();
     assert_ne!(addr.port(), 0);
@@ -900,7 +900,7 @@ fn the_log_is_json_lines_when_asked() {
     let dir = dir.path();
     setup(dir, "", &[idle_watch(&site)]);
     let daemon = Daemon::start_with_env(dir, &[("SEMCLIP_LOG_FORMAT", "json")]);
-    daemon.wait_log("first snapshot stored", Duration::from_secs(20));
+    daemon.wait_log("\"outcome\":\"first\"", Duration::from_secs(20));
     let log = daemon.log();
     let status = daemon.stop();
     assert_eq!(status.code(), Some(0));

@@ -565,7 +565,7 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
     );
     let daemon = Daemon::start(dir);
     let port = daemon.port();
-    daemon.wait_log("first snapshot stored", Duration::from_secs(30));
+    daemon.wait_log("outcome=first", Duration::from_secs(30));
     // The big table's HTML takes longer than the request timeout (12,000
     // rows: several seconds of XSLT, against 2 s).
     let first = get(port, "/clips/big/big?format=html").unwrap();
