@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::render::RenderError;
 use crate::config::Clip;
-use crate::hierarchy::read;
+use crate::hierarchy::read::{self, DocumentError};
 use crate::hierarchy::write;
 use crate::hierarchy::{HNode, Hierarchy};
 use crate::store::{Snapshot, Store, StoreError};
@@ -50,16 +50,23 @@ pub enum ClipError {
     /// The watch has no snapshot yet.
     #[error("watch `{0}` has no snapshot yet")]
     NoSnapshot(String),
-    /// The store failed.
-    #[error("store error")]
-    Store(#[from] StoreError),
+    /// The store failed reading the watch's snapshots.
+    #[error("cannot read the snapshots of `{watch}` from the store")]
+    Store {
+        /// The watch.
+        watch: String,
+        /// What failed.
+        #[source]
+        source: Box<StoreError>,
+    },
     /// The stored snapshot does not read back.
-    #[error("the stored snapshot of `{watch}` is unreadable: {cause}")]
+    #[error("the stored snapshot of `{watch}` is unreadable")]
     Snapshot {
         /// The watch.
         watch: String,
         /// What failed.
-        cause: String,
+        #[source]
+        source: DocumentError,
     },
     /// The clip's XPath failed on the snapshot.
     #[error("clip `{clip}` of `{watch}` cannot be evaluated: {cause}")]
@@ -261,7 +268,8 @@ pub fn compute(
     previous: Option<&ClipData>,
 ) -> Result<ClipData, ClipError> {
     let snapshot = store
-        .current(watch)?
+        .current(watch)
+        .map_err(store_error(watch))?
         .ok_or_else(|| ClipError::NoSnapshot(watch.to_owned()))?;
     let Some((name, clip)) = clip else {
         return whole_page(watch, &snapshot);
@@ -327,10 +335,18 @@ fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
 }
 
 fn read(watch: &str, xml: &str) -> Result<Hierarchy, ClipError> {
-    read::read(xml).map_err(|e| ClipError::Snapshot {
+    read::read(xml).map_err(|source| ClipError::Snapshot {
         watch: watch.to_owned(),
-        cause: e.to_string(),
+        source,
     })
+}
+
+/// A store error while reading `watch`'s snapshots.
+fn store_error(watch: &str) -> impl FnOnce(StoreError) -> ClipError + '_ {
+    move |source| ClipError::Store {
+        watch: watch.to_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// The elements a clip selects, copied out of the hierarchy, in document order.
@@ -441,12 +457,13 @@ fn last_change(
 ) -> Result<SystemTime, ClipError> {
     let mut since = current.taken_at;
     for (id, _, _) in store
-        .snapshots(watch)?
+        .snapshots(watch)
+        .map_err(store_error(watch))?
         .into_iter()
         .filter(|(id, _, _)| *id < current.id)
         .take(HISTORY_WALK)
     {
-        let Some(older) = store.snapshot(id)? else {
+        let Some(older) = store.snapshot(id).map_err(store_error(watch))? else {
             break;
         };
         // An older snapshot that cannot be read ends the walk.
