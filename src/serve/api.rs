@@ -331,7 +331,7 @@ pub async fn changes(
         .stores
         .run(move |s| s.changes(&watch, before, limit + 1))
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))?;
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))?;
     let more = rows.len() > limit;
     rows.truncate(limit);
     let next_before = if more {
@@ -380,7 +380,7 @@ pub async fn values(
         .stores
         .run(move |s| s.threshold_values(&w, &n, limit))
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))?;
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))?;
     Ok(Json(ValuePage {
         watch: id,
         threshold: name,

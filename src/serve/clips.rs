@@ -211,7 +211,7 @@ pub async fn clip_data(
             ))
         })
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), form))?;
+        .map_err(|e| Error::internal(&crate::error_chain(&e), form))?;
     match computed {
         Ok(data) => {
             let data = Arc::new(data);
@@ -219,7 +219,7 @@ pub async fn clip_data(
             Ok(data)
         }
         Err(clip::ClipError::NoSnapshot(_)) => Err(no_snapshot()),
-        Err(e) => Err(Error::internal(&format!("{e:#}"), form)),
+        Err(e) => Err(Error::internal(&crate::error_chain(&e), form)),
     }
 }
 

@@ -361,7 +361,7 @@ pub async fn change(
             Ok(Some((target.at, group, read(old), read(new))))
         })
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Html))?;
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Html))?;
     let Some((at, group, old, new)) = found else {
         return Err(not_found());
     };

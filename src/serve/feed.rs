@@ -253,7 +253,7 @@ async fn events(server: &Arc<Server>, watch: String) -> Result<Vec<ChangeRecord>
         .stores
         .run(move |s| s.changes(&watch, None, EVENTS))
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Text))
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Text))
 }
 
 /// `/feeds/all.atom` and `/feeds/{watch}.atom`.

@@ -46,7 +46,7 @@ pub async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
             })
         })
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Json))
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))
 }
 
 /// Every watch id to show: the configured ones, then the store's others.

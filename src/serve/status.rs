@@ -119,7 +119,7 @@ pub async fn watch(
             Ok((events, histories))
         })
         .await
-        .map_err(|e| Error::internal(&format!("{e:#}"), Form::Html))?;
+        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Html))?;
     // Layout events are listed apart: they are not data changes.
     let (layout, changes): (Vec<ChangeView>, Vec<ChangeView>) = events
         .into_iter()
