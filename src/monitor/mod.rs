@@ -7,6 +7,8 @@
 //!   the layout events raised when what the watch's XPaths address moves;
 //! - [`compare`]: the hash compare against the stored snapshot, and on a
 //!   difference the semantic diff and the new snapshot;
+//! - [`fingerprint`]: the settings a check's result depends on, hashed, so
+//!   that work already done is not done again;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
 //!   hysteresis.
 //!
@@ -15,5 +17,6 @@
 
 pub mod check;
 pub mod compare;
+pub mod fingerprint;
 pub mod layout;
 pub mod threshold;
