@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::config::{Auth, DaemonConfig, Threshold, Watch};
+use crate::config::{Auth, DaemonConfig, Watch};
 use crate::diff::Change;
 use crate::monitor::compare::{self, Prepared};
 use crate::monitor::fingerprint;

@@ -104,7 +104,7 @@ mod tests {
     use std::time::Duration;
 
     fn watch() -> Watch {
-        let yaml = "url: https://example.com/quotes\n\
+        let yaml = "url: https://example.com/quotes\nschedule: {every: 10m}\n\
                     thresholds:\n  - name: gazp\n    xpath: \"//cell[@col='Last']\"\n    above: 300\n";
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("quotes.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
@@ -142,7 +142,8 @@ mod tests {
             ..limits
         };
         assert_ne!(base, body_hash(b"<p>1</p>", &cpu, &w), "cpu limit");
-        let changed: Vec<(&str, Box<dyn Fn(&mut Watch)>)> = vec![
+        type Edit = Box<dyn Fn(&mut Watch)>;
+        let changed: Vec<(&str, Edit)> = vec![
             ("url", Box::new(|w| w.url.set_path("/other"))),
             ("data_only", Box::new(|w| w.data_only = !w.data_only)),
             ("ignore", Box::new(|w| w.ignore.push("//ad".to_owned()))),
@@ -201,7 +202,8 @@ mod tests {
             "content hash"
         );
         assert_ne!(base, evaluation("h1", &[]), "no thresholds");
-        let changed: Vec<(&str, fn(&mut Threshold))> = vec![
+        type Edit = fn(&mut Threshold);
+        let changed: Vec<(&str, Edit)> = vec![
             ("name", |t| t.name.push('2')),
             ("xpath", |t| t.xpath.push_str("[1]")),
             ("above", |t| t.above = Some(300.5)),

@@ -139,8 +139,7 @@ pub struct ChangeItem {
     pub snapshot_id: Option<i64>,
     /// The change in data terms, one line.
     pub line: String,
-    /// The change as `semclip diff --format json` gives it (a layout
-    /// event as its own object).
+    /// The change as `semclip diff --format json` gives it.
     #[schemars(with = "serde_json::Value")]
     pub change: Event,
 }
