@@ -37,7 +37,7 @@ use std::hash::{Hash, Hasher};
 // profile.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet, FxHasher};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
@@ -504,7 +504,7 @@ pub fn branch_paths(h: &Hierarchy) -> Vec<BranchPath> {
 }
 
 /// What kind of change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     /// Same context, new value (or a renamed heading, caption, key).
@@ -529,8 +529,10 @@ impl ChangeKind {
     }
 }
 
-/// One semantic change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One semantic change: what `semclip diff --format json` writes and the
+/// store keeps as a change event (read back by
+/// [`crate::store::Event`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
     /// What happened.
     pub kind: ChangeKind,
@@ -613,7 +615,7 @@ fn weight(index0: usize) -> f64 {
 /// Similarity of two leaf texts in [0, 1]: shared prefix and suffix
 /// relative to the longer text (cheap, and enough to pair an edited value
 /// with its old self rather than with a neighbour).
-fn text_similarity(a: &str, b: &str) -> f64 {
+fn prefix_suffix_similarity(a: &str, b: &str) -> f64 {
     let longest = a.chars().count().max(b.chars().count());
     if longest == 0 {
         return 1.0;
@@ -679,7 +681,7 @@ impl Pair<'_> {
         Rank {
             delta,
             neg_prefix: -(prefix as i64),
-            neg_similarity: -text_similarity(self.a.leaf_text(oi), self.b.leaf_text(ni)),
+            neg_similarity: -prefix_suffix_similarity(self.a.leaf_text(oi), self.b.leaf_text(ni)),
             distance: o.position.abs_diff(n.position),
             new_index: ni,
             old_index: oi,
@@ -1333,11 +1335,19 @@ fn label_path(labels: &[String]) -> String {
 
 impl Change {
     /// The change as one line in data terms, the one rendering every text
-    /// output uses (`semclip diff`, `semclip check`, alerts):
+    /// output uses (`semclip diff`, `semclip check`, alerts, feeds): its
+    /// kind padded to one width, then [`Change::line_without_kind`]:
     /// `update  Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
     pub fn line(&self) -> String {
+        format!("{:<7} {}", self.kind.name(), self.line_without_kind())
+    }
+
+    /// The change as one line without its kind, for views that show the
+    /// kind apart (status pages, the API's `line`):
+    /// `Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
+    pub fn line_without_kind(&self) -> String {
         let c = self;
-        let ctx = label_path(&c.context);
+        let ctx = c.context_path();
         let at = if ctx.is_empty() {
             String::new()
         } else {
@@ -1369,20 +1379,42 @@ impl Change {
                     _ => String::new(),
                 };
                 format!(
-                    "update  {at}{} -> {}{delta}{places}",
+                    "{at}{} -> {}{delta}{places}",
                     c.old.as_deref().unwrap_or(""),
                     c.new.as_deref().unwrap_or("")
                 )
             }
-            ChangeKind::Insert => format!("insert  {at}{}{size}", c.new.as_deref().unwrap_or("")),
-            ChangeKind::Delete => format!("delete  {at}{}{size}", c.old.as_deref().unwrap_or("")),
+            ChangeKind::Insert => format!("{at}{}{size}", c.new.as_deref().unwrap_or("")),
+            ChangeKind::Delete => format!("{at}{}{size}", c.old.as_deref().unwrap_or("")),
             ChangeKind::Move => format!(
-                "move    {} -> {}: {}",
+                "{} -> {}: {}",
                 label_path(&c.context),
                 label_path(c.new_context.as_deref().unwrap_or_default()),
                 c.old.as_deref().unwrap_or("")
             ),
         }
+    }
+
+    /// Its context as a path of labels: `Market / GAZP` (empty labels left
+    /// out).
+    pub fn context_path(&self) -> String {
+        label_path(&self.context)
+    }
+
+    /// Whether the change touches one of the hierarchy nodes `ids` (by
+    /// `xpath` id) or what is inside them; `/page` holds everything.
+    pub fn touches(&self, ids: &[String]) -> bool {
+        [&self.old_xpath, &self.new_xpath]
+            .into_iter()
+            .flatten()
+            .any(|x| {
+                ids.iter().any(|id| {
+                    id == "/page"
+                        || x == id
+                        || x.strip_prefix(id.as_str())
+                            .is_some_and(|r| r.starts_with('/'))
+                })
+            })
     }
 }
 
@@ -1404,6 +1436,76 @@ mod tests {
         assert!((delta(&book_souls, &book_war) - 0.5).abs() < 1e-12);
         // Order matters: the same labels in another order differ.
         assert!(delta(&[l("a"), l("b")], &[l("b"), l("a")]) > 0.0);
+    }
+
+    fn change(kind: ChangeKind, context: &[&str]) -> Change {
+        Change {
+            kind,
+            context: context.iter().map(|s| (*s).to_owned()).collect(),
+            new_context: None,
+            old: None,
+            new: None,
+            old_xpath: None,
+            new_xpath: None,
+            old_num: None,
+            new_num: None,
+            delta: None,
+            size: None,
+        }
+    }
+
+    #[test]
+    fn a_change_reads_as_one_line_with_and_without_its_kind() {
+        let mut c = change(ChangeKind::Update, &["Market", "", "GAZP"]);
+        c.old = Some("251,30".to_owned());
+        c.new = Some("268,40".to_owned());
+        c.delta = Some("17.1".to_owned());
+        assert_eq!(c.line(), "update  Market / GAZP: 251,30 -> 268,40 (+17.1)");
+        assert_eq!(
+            c.line_without_kind(),
+            "Market / GAZP: 251,30 -> 268,40 (+17.1)"
+        );
+        c.delta = Some("-0.5".to_owned());
+        c.size = Some(3);
+        assert_eq!(
+            c.line_without_kind(),
+            "Market / GAZP: 251,30 -> 268,40 (-0.5) (column header, 3 rows)"
+        );
+
+        let mut c = change(ChangeKind::Delete, &["News"]);
+        c.old = Some("Oil up".to_owned());
+        assert_eq!(c.line(), "delete  News: Oil up");
+        c.size = Some(2);
+        assert_eq!(c.line_without_kind(), "News: Oil up (2 values)");
+
+        let mut c = change(ChangeKind::Insert, &[]);
+        c.new = Some("Gold".to_owned());
+        c.size = Some(0);
+        assert_eq!(c.line(), "insert  Gold (label only)");
+        assert_eq!(c.line_without_kind(), "Gold (label only)");
+
+        let mut c = change(ChangeKind::Move, &["Top"]);
+        c.new_context = Some(vec!["Bottom".to_owned()]);
+        c.old = Some("Oil".to_owned());
+        c.new = Some("Oil".to_owned());
+        assert_eq!(c.line(), "move    Top -> Bottom: Oil");
+        assert_eq!(c.line_without_kind(), "Top -> Bottom: Oil");
+    }
+
+    #[test]
+    fn a_change_touches_the_node_and_what_is_inside() {
+        let ids = vec!["/page/table[1]/row[@key='GAZP']".to_owned()];
+        let mut inside = change(ChangeKind::Update, &[]);
+        inside.new_xpath = Some("/page/table[1]/row[@key='GAZP']/cell[@col='Last']".to_owned());
+        let mut same = change(ChangeKind::Delete, &[]);
+        same.old_xpath = Some("/page/table[1]/row[@key='GAZP']".to_owned());
+        let mut other = change(ChangeKind::Insert, &[]);
+        other.new_xpath = Some("/page/table[1]/row[@key='GAZPX']".to_owned());
+        assert!(inside.touches(&ids));
+        assert!(same.touches(&ids));
+        assert!(!other.touches(&ids));
+        assert!(other.touches(&["/page".to_owned()]));
+        assert!(!change(ChangeKind::Update, &[]).touches(&["/page".to_owned()]));
     }
 
     #[test]

@@ -566,7 +566,7 @@ pub enum Auth {
 }
 
 /// A named part of the page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Clip {
     /// XPath over the hierarchy (checked). For an extract clip, the path
     /// of the node its extraction adds to the hierarchy:
@@ -586,7 +586,7 @@ pub struct Clip {
 }
 
 /// An extract clip's extraction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum ExtractSpec {
     /// The main article.
     Article,
@@ -608,7 +608,7 @@ impl ExtractSpec {
 }
 
 /// Layout monitoring of a watch.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Layout {
     /// The template set drift is measured against (`None`: the page's
     /// previous structure).
@@ -633,7 +633,7 @@ impl Default for Layout {
 }
 
 /// A numeric threshold on a value of the page.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Threshold {
     /// Unique within the watch.
     pub name: String,

@@ -44,7 +44,8 @@
 use rustc_hash::FxHashSet;
 use serde_json::Value;
 
-use super::{Article, Method};
+use super::{Article, Method, collapse_whitespace};
+use crate::hierarchy::text::word_count;
 use crate::page::dom::{DOCUMENT, Dom, NodeData, NodeId, is_inline};
 use crate::template::cluster::Template;
 use crate::template::pattern::BODY_MIN_WORDS;
@@ -284,7 +285,7 @@ impl Metadata {
                     let Some(content) = e.attr("content") else {
                         continue;
                     };
-                    let content = collapse(content);
+                    let content = collapse_whitespace(content);
                     if content.is_empty() {
                         continue;
                     }
@@ -374,7 +375,7 @@ impl Metadata {
                         self.ld_date = o
                             .get("datePublished")
                             .and_then(Value::as_str)
-                            .map(collapse)
+                            .map(collapse_whitespace)
                             .filter(|d| !d.is_empty());
                     }
                 }
@@ -395,7 +396,7 @@ impl Metadata {
         let get = |k: &str| {
             o.get(k)
                 .and_then(Value::as_str)
-                .map(collapse)
+                .map(collapse_whitespace)
                 .filter(|t| !t.is_empty())
         };
         let headline = get("headline");
@@ -507,7 +508,7 @@ fn author_names(v: &Value) -> Option<String> {
             Value::Object(o) => o.get("name").and_then(Value::as_str),
             _ => None,
         };
-        if let Some(n) = name.map(collapse).filter(|n| !n.is_empty()) {
+        if let Some(n) = name.map(collapse_whitespace).filter(|n| !n.is_empty()) {
             names.push(n);
         }
     };
@@ -534,9 +535,9 @@ const TITLE_SEPARATORS: [&str; 10] = [
 /// the site name comes last, when what remains still reads as a headline
 /// (three words or more).
 fn clean_title(title: &str, headings: &[String], site: Option<&str>, host: Option<&str>) -> String {
-    let title = collapse(title);
-    let norm_headings: Vec<String> = headings.iter().map(|h| normalise(h)).collect();
-    if norm_headings.contains(&normalise(&title)) {
+    let title = collapse_whitespace(title);
+    let norm_headings: Vec<String> = headings.iter().map(|h| lowercase_words(h)).collect();
+    if norm_headings.contains(&lowercase_words(&title)) {
         return title;
     }
     // Byte ranges of separators, in order.
@@ -557,14 +558,14 @@ fn clean_title(title: &str, headings: &[String], site: Option<&str>, host: Optio
     let last = title[last_end..].trim();
     let first = title[..first_start].trim();
     for side in [prefix, suffix] {
-        if norm_headings.contains(&normalise(side)) {
+        if norm_headings.contains(&lowercase_words(side)) {
             return side.to_owned();
         }
     }
     let is_site = |part: &str| {
-        let p: String = normalise(part).replace(' ', "");
+        let p: String = lowercase_words(part).replace(' ', "");
         !p.is_empty()
-            && (site.is_some_and(|s| normalise(s).replace(' ', "") == p)
+            && (site.is_some_and(|s| lowercase_words(s).replace(' ', "") == p)
                 || host.is_some_and(|h| {
                     let core = h.split('.').next().unwrap_or(h);
                     core.len() >= 3 && (p == core || h.contains(&p))
@@ -1142,11 +1143,11 @@ impl<'a> Page<'a> {
         let byline = self.find_byline(&mut mask);
         // The first heading that repeats the title is the title, not body.
         if !title.is_empty() {
-            let t = normalise(title);
+            let t = lowercase_words(title);
             if let Some(&h) = self.order.iter().find(|&&n| {
                 !mask[n]
                     && matches!(self.name(n), "h1" | "h2")
-                    && text_similarity(&t, &normalise(&dom.text_content(n))) > 0.75
+                    && word_coverage(&t, &lowercase_words(&dom.text_content(n))) > 0.75
             }) {
                 self.mask_subtree(h, &mut mask);
             }
@@ -1767,14 +1768,17 @@ impl<'a> Page<'a> {
                 let v = e
                     .attr("datetime")
                     .or_else(|| e.attr("content"))
-                    .map(collapse)
+                    .map(collapse_whitespace)
                     .unwrap_or_else(|| dom.text_content(n));
                 if !v.is_empty() {
                     return Some(v);
                 }
             }
             if &*e.name == "time"
-                && let Some(d) = e.attr("datetime").map(collapse).filter(|d| !d.is_empty())
+                && let Some(d) = e
+                    .attr("datetime")
+                    .map(collapse_whitespace)
+                    .filter(|d| !d.is_empty())
             {
                 let inside = roots.iter().any(|&r| r == n || self.is_descendant(n, r));
                 if inside && first_inside.is_none() {
@@ -2011,14 +2015,9 @@ impl Paragraphs {
 // ---------------------------------------------------------------------------
 // Text helpers
 
-/// Whitespace runs collapsed to one space, trimmed.
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// Lower case, punctuation to spaces, whitespace collapsed: the form two
 /// titles are compared in.
-fn normalise(s: &str) -> String {
+fn lowercase_words(s: &str) -> String {
     let mapped: String = s
         .chars()
         .map(|c| {
@@ -2029,11 +2028,7 @@ fn normalise(s: &str) -> String {
             }
         })
         .collect();
-    collapse(&mapped)
-}
-
-fn word_count(s: &str) -> usize {
-    s.split_whitespace().count()
+    collapse_whitespace(&mapped)
 }
 
 /// Lower-cased words of `s` (letters and digits).
@@ -2055,9 +2050,9 @@ fn dice(a: &str, b: &str) -> f32 {
     2.0 * wa.intersection(&wb).count() as f32 / (wa.len() + wb.len()) as f32
 }
 
-/// How much of `b` (normalised) is made of words of `a`: 1 minus the share
+/// How much of `b` ([`lowercase_words`]) is made of words of `a`: 1 minus the share
 /// of `b`'s characters in words `a` lacks.
-fn text_similarity(a: &str, b: &str) -> f32 {
+fn word_coverage(a: &str, b: &str) -> f32 {
     let ta: FxHashSet<&str> = a.split(' ').filter(|w| !w.is_empty()).collect();
     let tb: Vec<&str> = b.split(' ').filter(|w| !w.is_empty()).collect();
     if ta.is_empty() || tb.is_empty() {
@@ -2388,9 +2383,9 @@ mod tests {
 
     #[test]
     fn text_helpers() {
-        assert_eq!(normalise("  Héllo,  World! "), "héllo world");
+        assert_eq!(lowercase_words("  Héllo,  World! "), "héllo world");
         assert!((dice("New Zealand - Wikipedia", "New Zealand") - 0.8).abs() < 1e-6);
-        assert!(text_similarity("new zealand wikipedia", "new zealand") > 0.99);
+        assert!(word_coverage("new zealand wikipedia", "new zealand") > 0.99);
         assert_eq!(text_measure("a,  b\n c"), (6, 1));
         assert_eq!(
             parse_json_ld("<!--//<![CDATA[ {\"a\": 1} //]]>-->"),

@@ -11,6 +11,11 @@ pub mod records;
 pub mod region;
 pub mod vocabulary;
 
+/// Whitespace runs collapsed to one space, trimmed (case kept).
+fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The main article of a page.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Article {

@@ -101,7 +101,7 @@ use html5ever::LocalName;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::{Field, Record, Region};
+use super::{Field, Record, Region, collapse_whitespace};
 use crate::page::dom::{Dom, NodeData, NodeId, is_inline};
 use crate::template::minhash::jaccard;
 
@@ -207,7 +207,7 @@ pub enum RegionError {
 /// Finds the main data region holding `keywords` (see the module doc).
 pub fn find(dom: &Dom, keywords: &[String]) -> Result<Region, RegionError> {
     let kws: Vec<String> = {
-        let mut v: Vec<String> = keywords.iter().map(|k| normalise(k)).collect();
+        let mut v: Vec<String> = keywords.iter().map(|k| lowercase_collapsed(k)).collect();
         v.retain(|k| !k.is_empty());
         let mut seen = Vec::new();
         v.retain(|k| {
@@ -381,7 +381,7 @@ pub fn text_index_paths(dom: &Dom) -> Vec<(NodeId, Vec<u32>)> {
 }
 
 /// Lower case, whitespace runs collapsed to one space, trimmed.
-fn normalise(s: &str) -> String {
+fn lowercase_collapsed(s: &str) -> String {
     let mut out = String::new();
     for w in s.split_whitespace() {
         if !out.is_empty() {
@@ -1450,7 +1450,7 @@ impl<'a> Index<'a> {
             let own = own_text(self.dom, n);
             let field = if &*e.name == "img" {
                 Some((
-                    e.attr("alt").map(normalise_keep_case).unwrap_or_default(),
+                    e.attr("alt").map(collapse_whitespace).unwrap_or_default(),
                     e.attr("src").map(str::to_owned),
                 ))
             } else if !own.is_empty() {
@@ -1535,11 +1535,7 @@ fn own_text(dom: &Dom, n: NodeId) -> String {
             _ => {}
         }
     }
-    normalise_keep_case(&raw)
-}
-
-fn normalise_keep_case(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    collapse_whitespace(&raw)
 }
 
 /// The first class token without digits: generated class names

@@ -21,9 +21,10 @@ use std::time::{Duration, SystemTime};
 
 use tracing::Instrument;
 
-use crate::config::{Auth, DaemonConfig, Threshold, Watch};
+use crate::config::{Auth, DaemonConfig, Watch};
 use crate::diff::Change;
 use crate::monitor::compare::{self, Prepared};
+use crate::monitor::fingerprint;
 use crate::monitor::layout::{self, LayoutState};
 use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
@@ -32,6 +33,7 @@ use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::page::source::{FetchOptions, RawPage, SourceError};
 use crate::store::pool::{PoolError, StorePool};
+use crate::store::time;
 use crate::store::{
     CheckState, Queued, Retention, Store, StoreError, ThresholdRecord, WatchStatus,
 };
@@ -192,23 +194,6 @@ fn same_bytes(status: &WatchStatus, body: &str, watch: &Watch, current: Option<&
     current.is_some()
         && watch.layout.template.is_none()
         && status.body_hash.as_deref() == Some(body)
-}
-
-/// The hash by which a body is recognised again: its bytes, the
-/// page budget and the watch's settings (raising `limits.page` or changing
-/// what the watch builds gives the page a new chance).
-fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(bytes);
-    hasher.update(
-        format!(
-            "\n{}\n{}\n{limits:?}\n{watch:?}",
-            env!("CARGO_PKG_VERSION"),
-            crate::VOCABULARY_VERSION
-        )
-        .as_bytes(),
-    );
-    hasher.finalize().to_hex()[..32].to_owned()
 }
 
 /// Runs one check of `watch` at `now`, in a `check` span carrying the watch
@@ -474,17 +459,6 @@ fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRe
     }
 }
 
-/// The settings thresholds are judged by, as a fingerprint: with the
-/// content hash, it tells whether an evaluation is already done.
-fn fingerprint(hash: &str, thresholds: &[Threshold]) -> String {
-    let settings = format!("{thresholds:?}");
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(hash.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(settings.as_bytes());
-    hasher.finalize().to_hex()[..32].to_owned()
-}
-
 /// A fresh alert id: time, process-wide sequence and randomness, so ids
 /// never repeat across restarts.
 pub fn alert_id(now: SystemTime) -> String {
@@ -496,10 +470,6 @@ pub fn alert_id(now: SystemTime) -> String {
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let salt: u32 = rand::random();
     format!("{ms:012x}-{seq:04x}-{salt:08x}")
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// One check's state while it is worked out.
@@ -590,7 +560,7 @@ impl<'a> Work<'a> {
         self.state
             .thresholds
             .iter()
-            .map(|t| (t.name.clone(), Level::parse(&t.state), t.value))
+            .map(|t| (t.name.clone(), t.state, t.value))
             .collect()
     }
 
@@ -625,7 +595,7 @@ impl<'a> Work<'a> {
         f: FetchedPage<'_>,
     ) -> Result<PageResult, StoreError> {
         let settings = f.settings;
-        let body = body_hash(&f.page.bytes, &settings.limits, self.watch);
+        let body = fingerprint::body_hash(&f.page.bytes, &settings.limits, self.watch);
         if same_bytes(&self.status, &body, self.watch, settings.current_hash) {
             // The bytes that made the stored snapshot, with the same
             // settings: nothing to parse or diff.
@@ -733,7 +703,7 @@ impl<'a> Work<'a> {
             watch: self.watch.id.clone(),
             watch_title: self.watch.title.clone(),
             url: self.watch.url.to_string(),
-            at: rfc3339(self.now),
+            at: time::rfc3339(self.now, chrono::SecondsFormat::Millis).unwrap_or_default(),
             summary,
             threshold: None,
             changes: Vec::new(),
@@ -815,7 +785,7 @@ impl<'a> Work<'a> {
                 self.alerts.push(alert);
             }
             self.layout_event = Some(summary);
-            self.state.layout_event = serde_json::to_value(&event).ok();
+            self.state.layout_event = Some(event);
         }
     }
 
@@ -823,7 +793,7 @@ impl<'a> Work<'a> {
     /// only if their settings changed since the last evaluation.
     fn evaluate_stored(&mut self, store: &Store, hash: Option<&str>) -> Result<(), StoreError> {
         let Some(hash) = hash else { return Ok(()) };
-        let fp = fingerprint(hash, &self.watch.thresholds);
+        let fp = fingerprint::evaluation(hash, &self.watch.thresholds);
         if self.status.evaluated.as_deref() == Some(fp.as_str()) {
             return Ok(());
         }
@@ -841,7 +811,7 @@ impl<'a> Work<'a> {
         prepared: &Prepared,
         first: bool,
     ) -> Result<PageOutcome, StoreError> {
-        let fp = fingerprint(&prepared.hash, &self.watch.thresholds);
+        let fp = fingerprint::evaluation(&prepared.hash, &self.watch.thresholds);
         let outcome = if prepared.unchanged {
             PageOutcome::Unchanged
         } else if first {
@@ -884,7 +854,7 @@ impl<'a> Work<'a> {
                 reason: error_chain(&e),
             });
             let bounds = Bounds::of(t);
-            let previous = before.map(|r| Level::parse(&r.state));
+            let previous = before.map(|r| r.state);
             let previous_value = before.and_then(|r| r.value);
             let j = threshold::judge(&bounds, previous, previous_value, &reading);
             let (value, node, context) = match &reading {
@@ -904,7 +874,7 @@ impl<'a> Work<'a> {
             };
             self.state.thresholds.push(ThresholdRecord {
                 name: t.name.clone(),
-                state: j.level.as_str().to_owned(),
+                state: j.level,
                 value: value.or(previous_value),
                 node: node.clone().or_else(|| before.and_then(|r| r.node.clone())),
                 since,

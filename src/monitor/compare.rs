@@ -46,15 +46,6 @@ pub enum RefreshError {
         #[source]
         source: XPathError,
     },
-    /// A change could not be serialised (never expected).
-    #[error("cannot serialise a change of `{watch}`")]
-    Serialise {
-        /// The watch.
-        watch: String,
-        /// The cause.
-        #[source]
-        source: serde_json::Error,
-    },
 }
 
 /// What a refresh found.
@@ -81,8 +72,6 @@ pub struct Prepared {
     /// The semantic changes since the stored snapshot (empty when unchanged
     /// or on the first check).
     pub changes: Vec<Change>,
-    /// `changes` as JSON change events.
-    pub events: Vec<serde_json::Value>,
     /// The new hierarchy's compact form (with its URL) to store, empty
     /// when the hash is the stored one.
     pub packed: Vec<u8>,
@@ -94,7 +83,7 @@ impl Prepared {
         SnapshotPart {
             hash: &self.hash,
             body: SnapshotBody::Packed(&self.packed),
-            changes: &self.events,
+            changes: &self.changes,
             retention,
         }
     }
@@ -131,7 +120,6 @@ pub fn prepare(
             hash,
             unchanged: true,
             changes: Vec::new(),
-            events: Vec::new(),
             packed: Vec::new(),
         });
     }
@@ -145,19 +133,10 @@ pub fn prepare(
         }
         None => (Vec::new(), false),
     };
-    let events = changes
-        .iter()
-        .map(serde_json::to_value)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|source| RefreshError::Serialise {
-            watch: watch.to_owned(),
-            source,
-        })?;
     Ok(Prepared {
         hash,
         unchanged,
         changes,
-        events,
         packed: packed::pack(new, Url::Keep),
     })
 }
@@ -180,7 +159,7 @@ pub fn refresh(
             &prepared.hash,
             &prepared.packed,
             at,
-            &prepared.events,
+            &prepared.changes,
             retention,
         )
         .map_err(|source| RefreshError::Store {

@@ -60,6 +60,8 @@ use crate::xpath::HierarchyDoc;
 use crate::xpath::native::Evaluator;
 
 use super::watch_page::WatchPage;
+/// The event [`assess`] raises (it is stored, so it lives with the store).
+pub use crate::store::LayoutEvent;
 
 /// What the store keeps between checks for layout monitoring (as JSON).
 /// Every field has a default, so states written by older versions load.
@@ -94,73 +96,6 @@ pub struct LayoutState {
     /// A layout event was raised and the page has not returned to normal.
     #[serde(default)]
     pub changed: bool,
-}
-
-/// A "layout changed" event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LayoutEvent {
-    /// Always `"layout"` (change events carry their kind).
-    pub kind: &'static str,
-    /// The drift of the hierarchy's label structure ([`label_paths`](super::watch_page::label_paths)) from
-    /// the previous page: the Jaccard distance of the two sets, 0..1.
-    pub drift: f64,
-    /// The drift allowed.
-    pub max_drift: f64,
-    /// What the drift was measured against: `"previous page"`.
-    pub against: String,
-    /// Clips that selected something before and nothing now.
-    pub lost: Vec<String>,
-    /// Thresholds whose XPath selected something before and nothing now.
-    pub lost_thresholds: Vec<String>,
-    /// The template (`template N of SET`) whose data regions are no longer
-    /// found, when that is a reason.
-    pub template: Option<String>,
-    /// Region clips found again elsewhere by their keywords (diagnostic).
-    pub moved: Vec<String>,
-    /// Diagnostic only, never a reason for the event: the estimated Jaccard
-    /// distance of the DOM's path shingles from `dom_against`, 0..1.
-    pub dom_drift: f64,
-    /// What `dom_drift` was measured against: `"previous page"` or
-    /// `"template N of SET"`.
-    pub dom_against: String,
-    /// The reasons in one line ([`LayoutEvent::summary`]).
-    pub summary: String,
-}
-
-impl LayoutEvent {
-    /// One line for feeds, status pages and alerts.
-    fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        if self.drift > self.max_drift {
-            parts.push(format!(
-                "label structure drifted {:.0}% from the {} (allowed {:.0}%)",
-                self.drift * 100.0,
-                self.against,
-                self.max_drift * 100.0
-            ));
-        }
-        if !self.lost.is_empty() {
-            parts.push(format!(
-                "clips selecting nothing now: {}",
-                self.lost.join(", ")
-            ));
-        }
-        if !self.lost_thresholds.is_empty() {
-            parts.push(format!(
-                "thresholds selecting nothing now: {}",
-                self.lost_thresholds.join(", ")
-            ));
-        }
-        if let Some(t) = &self.template {
-            parts.push(format!(
-                "the page no longer fits {t}: its data regions are not found"
-            ));
-        }
-        if !self.moved.is_empty() {
-            parts.push(format!("regions moved: {}", self.moved.join(", ")));
-        }
-        parts.join("; ")
-    }
 }
 
 /// What the watch's XPaths select on one page.
@@ -269,7 +204,6 @@ pub fn assess(
     tracing::debug!(watch = %watch.id, drift, dom_drift, against = %dom_against, "layout measured");
     let event = (abnormal && !previous.changed).then(|| {
         let mut e = LayoutEvent {
-            kind: "layout",
             drift,
             max_drift: watch.layout.max_drift,
             against: "previous page".to_owned(),
@@ -281,7 +215,7 @@ pub fn assess(
             dom_against,
             summary: String::new(),
         };
-        e.summary = e.summary();
+        e.summary = e.reasons();
         e
     });
     // A label drift shows once (the next page is compared with this one)

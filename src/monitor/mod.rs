@@ -10,6 +10,8 @@
 //!   address moves or vanishes;
 //! - [`compare`]: the hash compare against the stored snapshot, and on a
 //!   difference the semantic diff and the new snapshot;
+//! - [`fingerprint`]: the settings a check's result depends on, hashed, so
+//!   that work already done is not done again;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
 //!   hysteresis.
 //!
@@ -18,6 +20,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod fingerprint;
 pub mod layout;
 pub mod threshold;
 pub mod watch_page;

@@ -18,6 +18,8 @@
 
 use crate::config::Threshold;
 use crate::hierarchy::number::{DecimalStyle, parse_number};
+/// A threshold's state (stored, so it lives with the store).
+pub use crate::store::Level;
 use crate::xpath::native::Evaluator;
 use crate::xpath::{HierarchyDoc, NodeKind, XPathError, XPathValue};
 
@@ -36,37 +38,6 @@ pub struct Bounds {
     /// How far back inside the bounds a value must come to clear an alarm,
     /// in the value's units (in percent points for `change_pct`).
     pub hysteresis: f64,
-}
-
-/// The state of a threshold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    /// Within bounds.
-    Normal,
-    /// Beyond a bound.
-    Alarm,
-    /// The XPath selects no number.
-    Lost,
-}
-
-impl Level {
-    /// The stored name: `normal`, `alarm`, `lost`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Normal => "normal",
-            Level::Alarm => "alarm",
-            Level::Lost => "lost",
-        }
-    }
-
-    /// Reads a stored name; anything unknown reads as `Normal`.
-    pub fn parse(s: &str) -> Level {
-        match s {
-            "alarm" => Level::Alarm,
-            "lost" => Level::Lost,
-            _ => Level::Normal,
-        }
-    }
 }
 
 /// What a threshold's XPath gave.

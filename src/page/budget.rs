@@ -45,7 +45,7 @@ use std::time::Duration;
 pub const CPU_CHECK_EVERY: u32 = 4096;
 
 /// The bounds of one page (the daemon file's `limits.page`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct PageLimits {
     /// DOM nodes the parser may create.
     pub dom_nodes: u64,

@@ -23,6 +23,8 @@ use super::auth::Need;
 use super::error::{Error, Form, require};
 use super::gather::{Gathered, gather, ids, row};
 use crate::monitor::threshold::Bounds;
+use crate::store::{Event, time};
+use chrono::SecondsFormat;
 
 /// Most change events or values in one page.
 pub const MAX_LIMIT: usize = 500;
@@ -30,9 +32,9 @@ pub const MAX_LIMIT: usize = 500;
 /// Default page size.
 const DEFAULT_LIMIT: usize = 50;
 
-/// RFC 3339, UTC, milliseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+/// RFC 3339, UTC, milliseconds (empty outside chrono's range).
+fn rfc3339(t: SystemTime) -> String {
+    time::rfc3339(t, SecondsFormat::Millis).unwrap_or_default()
 }
 
 /// A watch and its status.
@@ -138,7 +140,8 @@ pub struct ChangeItem {
     /// The change in data terms, one line.
     pub line: String,
     /// The change as `semclip diff --format json` gives it.
-    pub change: serde_json::Value,
+    #[schemars(with = "serde_json::Value")]
+    pub change: Event,
 }
 
 /// A threshold's value history.
@@ -242,7 +245,7 @@ pub fn threshold_infos(server: &Server, g: &Gathered, id: &str) -> Vec<Threshold
                 name: t.name.clone(),
                 xpath: t.xpath.clone(),
                 bounds: crate::monitor::threshold::describe(&Bounds::of(t)),
-                state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
+                state: r.map_or("unknown", |r| r.state.as_str()).to_owned(),
                 value: r.and_then(|r| r.value),
                 node: r.and_then(|r| r.node.clone()),
                 since: r.map(|r| rfc3339(r.since)),
@@ -329,7 +332,7 @@ pub async fn changes(
     // One more than asked tells whether there is a next page.
     let mut rows = server
         .stores
-        .run(move |s| s.changes(&watch, before, limit + 1))
+        .run(move |s| s.events(&watch, before, limit + 1))
         .await
         .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))?;
     let more = rows.len() > limit;
@@ -346,10 +349,10 @@ pub async fn changes(
             .map(|r| ChangeItem {
                 id: r.id,
                 at: rfc3339(r.at),
-                line: super::feed::line(&r.change),
-                kind: r.kind,
+                line: r.event.line_without_kind(),
+                kind: r.event.kind().to_owned(),
                 snapshot_id: r.snapshot_id,
-                change: r.change,
+                change: r.event,
             })
             .collect(),
         next_before,

@@ -36,7 +36,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
-use serde_json::Value;
 
 use super::Server;
 use super::auth::Need;
@@ -45,7 +44,10 @@ use super::clips::clip_data;
 use super::error::{Error, Form, require};
 use super::pages::{self, NONE, layout, plural, seg, time, truncate};
 use crate::config::starter;
+use crate::diff::Change;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
+use crate::store::{Event, time};
+use chrono::SecondsFormat;
 
 /// Nodes shown in a tree, at most.
 pub const MAX_TREE_NODES: usize = 1500;
@@ -169,7 +171,7 @@ pub fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) 
         p.muted {
             (page.title.as_deref().unwrap_or(NONE)) " · "
             (plural(total, "node", "nodes")) " · data as of "
-            (pages::rfc3339(taken).unwrap_or_default()) " UTC"
+            (time::rfc3339(taken, SecondsFormat::Secs).unwrap_or_default()) " UTC"
             @if total > state.shown {
                 " · showing the first " (state.shown) " of " (total)
                 " (the rest are counted where they start)"
@@ -320,7 +322,7 @@ pub async fn change(
     let found = server
         .stores
         .run(move |s| {
-            let events = s.changes(&w, None, EVENTS)?;
+            let events = s.events(&w, None, EVENTS)?;
             let Some(target) = events.iter().find(|e| e.id == wanted).cloned() else {
                 return Ok(None);
             };
@@ -331,8 +333,8 @@ pub async fn change(
                     e.id == wanted
                         || (target.snapshot_id.is_some()
                             && e.snapshot_id == target.snapshot_id
-                            && e.kind != "layout"
-                            && target.kind != "layout")
+                            && !e.event.is_layout()
+                            && !target.event.is_layout())
                 })
                 .rev()
                 .collect();
@@ -367,7 +369,7 @@ pub async fn change(
     };
     let details: Vec<ChangeDetail> = group
         .iter()
-        .map(|e| detail(e.id, &e.change, old.as_ref(), new.as_ref()))
+        .map(|e| detail(e.id, &e.event, old.as_ref(), new.as_ref()))
         .collect();
     let title = server
         .watches()
@@ -434,13 +436,14 @@ fn cells(row: &HNode) -> Vec<(String, String)> {
 /// A change event with the table row around it, from the snapshots.
 fn detail(
     id: i64,
-    change: &Value,
+    event: &Event,
     old: Option<&Hierarchy>,
     new: Option<&Hierarchy>,
 ) -> ChangeDetail {
-    let s = |k: &str| change.get(k).and_then(Value::as_str).map(str::to_owned);
-    let context = super::feed::labels(change, "context");
-    let (old_xpath, new_xpath) = (s("old_xpath"), s("new_xpath"));
+    let change = event.change();
+    let s = |f: fn(&Change) -> &Option<String>| change.and_then(|c| f(c).clone());
+    let context = change.map(Change::context_path).unwrap_or_default();
+    let (old_xpath, new_xpath) = (s(|c| &c.old_xpath), s(|c| &c.new_xpath));
     let old_row = row_of(old, old_xpath.as_deref());
     let new_row = row_of(new, new_xpath.as_deref());
     let row = (old_row.is_some() || new_row.is_some()).then(|| {
@@ -468,11 +471,11 @@ fn detail(
     });
     ChangeDetail {
         id,
-        kind: s("kind").unwrap_or_else(|| "change".to_owned()),
-        line: super::feed::line(change),
+        kind: event.kind().to_owned(),
+        line: event.line_without_kind(),
         context,
-        old: s("old"),
-        new: s("new"),
+        old: s(|c| &c.old),
+        new: s(|c| &c.new),
         xpaths: (old_xpath, new_xpath),
         row,
     }
@@ -617,8 +620,8 @@ mod tests {
         let new = Hierarchy::from_html(&PAGE.replace("251,30", "268,40"), None);
         let changes = crate::diff::diff(&old, &new);
         assert_eq!(changes.len(), 1);
-        let json = serde_json::to_value(&changes[0]).unwrap_or_default();
-        let d = detail(7, &json, Some(&old), Some(&new));
+        let event = Event::Change(changes[0].clone());
+        let d = detail(7, &event, Some(&old), Some(&new));
         let row = d.row.clone().expect("a table row");
         assert_eq!(row.key.as_deref(), Some("GAZP"));
         let html = change_page(

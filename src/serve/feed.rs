@@ -23,17 +23,14 @@ use atom_syndication::{Category, Content, Entry, Feed, FixedDateTime, Link, Pers
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
+use maud::html;
 
 use super::Server;
 use super::auth::Need;
 use super::clip::ClipKey;
 use super::clips::clip_data;
 use super::error::{Error, Form, require};
-use crate::store::ChangeRecord;
-
-/// The kind of layout events.
-const LAYOUT: &str = "layout";
+use crate::store::{EventRecord, LAYOUT};
 
 /// Entries per feed.
 pub const ENTRIES: usize = 50;
@@ -48,98 +45,22 @@ fn time(t: SystemTime) -> FixedDateTime {
     chrono::DateTime::<chrono::Utc>::from(t).fixed_offset()
 }
 
-/// One change event in data terms, with its kind first:
-/// `update  Market / GAZP / Last: 251,30 -> 268,40 (+17.1)`.
-pub fn kind_line(change: &Value) -> String {
-    let kind = change
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("change");
-    format!("{kind:<7} {}", line(change))
-}
-
-/// The labels a change event holds under `key` (`context`,
-/// `new_context`), joined as `Market / GAZP`.
-pub fn labels(change: &Value, key: &str) -> String {
-    change
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join(" / ")
-        })
-        .unwrap_or_default()
-}
-
-/// One change event in data terms: `Market / GAZP / Last: 251,30 -> 268,40 (+17.1)`.
-pub fn line(change: &Value) -> String {
-    let s = |k: &str| change.get(k).and_then(Value::as_str);
-    let labels = |k: &str| labels(change, k);
-    let kind = s("kind").unwrap_or("change");
-    if kind == "layout" {
-        return format!("layout changed: {}", s("summary").unwrap_or(""));
-    }
-    let context = labels("context");
-    let what = match kind {
-        "update" => {
-            let delta = s("delta").map(|d| {
-                if d.starts_with('-') {
-                    format!(" ({d})")
-                } else {
-                    format!(" (+{d})")
-                }
-            });
-            format!(
-                "{} -> {}{}",
-                s("old").unwrap_or(""),
-                s("new").unwrap_or(""),
-                delta.unwrap_or_default()
-            )
-        }
-        "insert" => s("new").unwrap_or("").to_owned(),
-        "delete" => s("old").unwrap_or("").to_owned(),
-        "move" => format!(
-            "-> {}: {}",
-            labels("new_context"),
-            s("new").or(s("old")).unwrap_or("")
-        ),
-        _ => s("new").or(s("old")).unwrap_or("").to_owned(),
-    };
-    format!("{context}: {what}")
-}
-
-/// Whether a change touches one of the elements `ids` (or what is inside them).
-fn touches(change: &Value, ids: &[String]) -> bool {
-    ["old_xpath", "new_xpath"].iter().any(|k| {
-        change.get(*k).and_then(Value::as_str).is_some_and(|x| {
-            ids.iter().any(|id| {
-                id == "/page"
-                    || x == id
-                    || x.strip_prefix(id.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            })
-        })
-    })
-}
-
 /// The events of one watch, grouped by snapshot, newest first.
 fn entries_of(
     server: &Server,
     watch: &str,
-    events: Vec<ChangeRecord>,
+    events: Vec<EventRecord>,
     only: Option<&[String]>,
 ) -> Vec<(SystemTime, Entry)> {
-    let mut groups: BTreeMap<(bool, i64, i64), Vec<ChangeRecord>> = BTreeMap::new();
+    let mut groups: BTreeMap<(bool, i64, i64), Vec<EventRecord>> = BTreeMap::new();
     for e in events {
-        if only.is_some_and(|ids| !touches(&e.change, ids)) {
+        // A clip's feed: the data changes that touch what it selects.
+        if only.is_some_and(|ids| !e.event.change().is_some_and(|c| c.touches(ids))) {
             continue;
         }
         // Events of one check share a snapshot (and a time, if it was
         // pruned); a layout event is an entry of its own.
-        let layout = e.kind == LAYOUT;
+        let layout = e.event.is_layout();
         let key = match e.snapshot_id {
             _ if layout => (true, e.id, 0),
             Some(s) => (false, s, 0),
@@ -152,14 +73,14 @@ fn entries_of(
         .filter_map(|group| {
             let first = group.first()?;
             let at = first.at;
-            let lines: Vec<String> = group.iter().map(|e| kind_line(&e.change)).collect();
+            let lines: Vec<String> = group.iter().map(|e| e.event.line()).collect();
             let mut entry = Entry::default();
             entry.set_id(format!(
                 "tag:semclip,2026:{}/{}",
                 percent_encoding::utf8_percent_encode(watch, percent_encoding::NON_ALPHANUMERIC),
                 first.id
             ));
-            let layout = first.kind == LAYOUT;
+            let layout = first.event.is_layout();
             entry.set_title(Text::plain(if layout {
                 format!("{watch}: layout changed")
             } else {
@@ -174,17 +95,7 @@ fn entries_of(
             entry.set_categories(vec![category]);
             entry.set_updated(time(at));
             entry.set_summary(Some(Text::plain(lines.join("\n"))));
-            let mut html = String::from("<ul>");
-            for l in &lines {
-                html.push_str("<li>");
-                html.push_str(&escape(l));
-                html.push_str("</li>");
-            }
-            html.push_str("</ul>");
-            let mut content = Content::default();
-            content.set_content_type(Some("html".to_owned()));
-            content.set_value(Some(html));
-            entry.set_content(Some(content));
+            entry.set_content(Some(content(&lines)));
             let mut link = Link::default();
             // The change view shows the check's changes side by side.
             link.set_href(format!(
@@ -201,15 +112,19 @@ fn entries_of(
     out
 }
 
+/// An entry's HTML content: its lines as a list, escaped by maud (the
+/// values come from foreign pages).
+fn content(lines: &[String]) -> Content {
+    let list = html! { ul { @for l in lines { li { (l) } } } };
+    let mut content = Content::default();
+    content.set_content_type(Some("html".to_owned()));
+    content.set_value(Some(list.into_string()));
+    content
+}
+
 fn millis(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn feed(server: &Server, path: &str, title: String, mut entries: Vec<(SystemTime, Entry)>) -> Feed {
@@ -248,10 +163,10 @@ fn atom(feed: &Feed) -> Response {
         .into_response()
 }
 
-async fn events(server: &Arc<Server>, watch: String) -> Result<Vec<ChangeRecord>, Error> {
+async fn events(server: &Arc<Server>, watch: String) -> Result<Vec<EventRecord>, Error> {
     server
         .stores
-        .run(move |s| s.changes(&watch, None, EVENTS))
+        .run(move |s| s.events(&watch, None, EVENTS))
         .await
         .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Text))
 }
@@ -342,29 +257,19 @@ pub async fn clip_feed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn lines_read_in_data_terms() {
-        let c = json!({"kind": "update", "context": ["Market", "", "GAZP"], "old": "251,30",
-                       "new": "268,40", "delta": "17.1"});
+    fn entry_content_is_an_escaped_list() {
+        let lines = [
+            "insert  News: <script>alert(1)</script> & more".to_owned(),
+            "b".to_owned(),
+        ];
         assert_eq!(
-            kind_line(&c),
-            "update  Market / GAZP: 251,30 -> 268,40 (+17.1)"
+            content(&lines).value(),
+            Some(
+                "<ul><li>insert  News: &lt;script&gt;alert(1)&lt;/script&gt; &amp; more</li>\
+                 <li>b</li></ul>"
+            )
         );
-        assert_eq!(line(&c), "Market / GAZP: 251,30 -> 268,40 (+17.1)");
-        let c = json!({"kind": "delete", "context": ["News"], "old": "Oil up"});
-        assert_eq!(kind_line(&c), "delete  News: Oil up");
-    }
-
-    #[test]
-    fn touches_the_clip_and_what_is_inside() {
-        let ids = vec!["/page/table[1]/row[@key='GAZP']".to_owned()];
-        let inside = json!({"new_xpath": "/page/table[1]/row[@key='GAZP']/cell[@col='Last']"});
-        let same = json!({"old_xpath": "/page/table[1]/row[@key='GAZP']"});
-        let other = json!({"new_xpath": "/page/table[1]/row[@key='GAZPX']"});
-        assert!(touches(&inside, &ids));
-        assert!(touches(&same, &ids));
-        assert!(!touches(&other, &ids));
     }
 }

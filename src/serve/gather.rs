@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Server;
 use super::error::{Error, Form};
 use super::view::{Health, WatchRow};
-use crate::store::{ThresholdRecord, WatchState, WatchStatus};
+use crate::store::{Level, ThresholdRecord, WatchState, WatchStatus};
 
 /// What the store says of every watch.
 pub struct Gathered {
@@ -83,7 +83,7 @@ pub fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
         last_error: status
             .filter(|s| s.failures > 0)
             .and_then(|s| s.last_error.clone()),
-        alarms: records.iter().filter(|r| r.state == "alarm").count(),
+        alarms: records.iter().filter(|r| r.state == Level::Alarm).count(),
         thresholds: watch.map_or(records.len(), |w| w.thresholds.len()),
     }
 }

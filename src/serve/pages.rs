@@ -11,9 +11,11 @@
 use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::SecondsFormat;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::store::time;
 
 use super::view::{ChangeView, ClipView, Health, ThresholdView, WatchPage, WatchRow};
 
@@ -405,7 +407,7 @@ pub(super) fn change_href(watch: &str, id: i64) -> String {
 pub(super) fn time(t: Option<SystemTime>, now: SystemTime) -> Markup {
     match t {
         None => html! { span.none { (NONE) } },
-        Some(t) => match rfc3339(t) {
+        Some(t) => match time::rfc3339(t, SecondsFormat::Secs) {
             Some(abs) => html! { time datetime=(abs) title=(abs) { (relative(t, now)) } },
             None => html! { (relative(t, now)) },
         },
@@ -537,7 +539,7 @@ fn chart_markup(history: &[(SystemTime, f64)], lines: &[f64]) -> Markup {
                 stroke-linejoin="round" {}
             @for &(at, t, v) in &points {
                 circle cx=(fmt_coord(scale.x(t))) cy=(fmt_coord(scale.y(v))) r="3" fill="#0969da" {
-                    title { (fmt_value(v)) " at " (rfc3339(at).unwrap_or_default()) }
+                    title { (fmt_value(v)) " at " (time::rfc3339(at, SecondsFormat::Secs).unwrap_or_default()) }
                 }
             }
             g.y-labels text-anchor="end" fill="currentColor" {
@@ -562,7 +564,7 @@ fn chart_markup(history: &[(SystemTime, f64)], lines: &[f64]) -> Markup {
 /// else `MM-DD HH:MM`.
 fn time_label(t: SystemTime, long: bool) -> String {
     let format = if long { "%m-%d %H:%M" } else { "%H:%M:%S" };
-    utc(t)
+    time::utc(t)
         .map(|d| d.format(format).to_string())
         .unwrap_or_default()
 }
@@ -651,27 +653,6 @@ fn unix_seconds(t: SystemTime) -> f64 {
         Ok(d) => d.as_secs_f64(),
         Err(e) => -e.duration().as_secs_f64(),
     }
-}
-
-/// A time in UTC; `None` outside chrono's range.
-fn utc(t: SystemTime) -> Option<DateTime<Utc>> {
-    let (secs, nanos) = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (i64::try_from(d.as_secs()).ok()?, d.subsec_nanos()),
-        Err(e) => {
-            let d = e.duration();
-            let secs = i64::try_from(d.as_secs()).ok()?;
-            match d.subsec_nanos() {
-                0 => (-secs, 0),
-                n => (-secs - 1, 1_000_000_000 - n),
-            }
-        }
-    };
-    DateTime::from_timestamp(secs, nanos)
-}
-
-/// A time as RFC 3339 UTC with seconds precision (`2024-05-01T12:00:00Z`).
-pub(super) fn rfc3339(t: SystemTime) -> Option<String> {
-    utc(t).map(|d| d.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
 
 /// How far `t` is from `now`: `12 s ago`, `in 3 min`, `2 h ago`, `5 d ago`,
@@ -1217,6 +1198,7 @@ mod tests {
 
     #[test]
     fn absolute_times() {
+        let rfc3339 = |t| time::rfc3339(t, SecondsFormat::Secs);
         assert_eq!(rfc3339(now()).unwrap(), "2023-11-14T22:13:20Z");
         assert_eq!(
             rfc3339(now() + Duration::from_millis(999)).unwrap(),

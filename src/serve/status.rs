@@ -18,6 +18,7 @@ use super::error::{Error, Form, require};
 use super::gather::{gather, ids, row};
 use super::view::{ChangeView, ClipView, ThresholdView, WatchPage, WatchRow};
 use crate::monitor::threshold::Bounds;
+use crate::store::LAYOUT;
 
 /// Recent changes on a watch page.
 const CHANGES: usize = 30;
@@ -111,7 +112,7 @@ pub async fn watch(
     let (events, histories) = server
         .stores
         .run(move |s| {
-            let events = s.changes(&w, None, CHANGES)?;
+            let events = s.events(&w, None, CHANGES)?;
             let mut histories = Vec::new();
             for n in &names {
                 histories.push(s.threshold_values(&w, n, VALUES)?);
@@ -126,10 +127,10 @@ pub async fn watch(
         .map(|e| ChangeView {
             id: e.id,
             at: e.at,
-            line: super::feed::line(&e.change),
-            kind: e.kind,
+            line: e.event.line_without_kind(),
+            kind: e.event.kind().to_owned(),
         })
-        .partition(|c| c.kind == "layout");
+        .partition(|c| c.kind == LAYOUT);
     let records = g.thresholds.get(&id).map_or(&[][..], Vec::as_slice);
     let thresholds = watch
         .iter()
@@ -146,7 +147,7 @@ pub async fn watch(
                 name: t.name.clone(),
                 xpath: t.xpath.clone(),
                 bounds: crate::monitor::threshold::describe(&b),
-                state: r.map_or_else(|| "unknown".to_owned(), |r| r.state.clone()),
+                state: r.map_or("unknown", |r| r.state.as_str()).to_owned(),
                 value: r.and_then(|r| r.value),
                 since: r.map(|r| r.since),
                 lines,

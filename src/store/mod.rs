@@ -81,14 +81,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flate2::read::ZlibDecoder;
 
+use crate::diff::Change;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+mod event;
 pub mod pool;
 mod state;
+pub mod time;
 
+pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
 pub use state::{
-    CheckState, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord, WatchStatus,
+    CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord,
+    UnknownLevel, WatchStatus,
 };
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -572,6 +577,16 @@ pub struct ChangeRecord {
     pub change: serde_json::Value,
 }
 
+/// One change event row, its body not yet decoded.
+struct EventRow {
+    id: i64,
+    watch: String,
+    snapshot_id: Option<i64>,
+    at: SystemTime,
+    kind: String,
+    body: String,
+}
+
 /// What [`Store::record`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recorded {
@@ -855,26 +870,29 @@ impl Store {
         changes: &[serde_json::Value],
         retention: &Retention,
     ) -> Result<Recorded, StoreError> {
-        self.record_body(watch, hash, SnapshotBody::Xml(xml), at, changes, retention)
+        let events = event_rows(watch, changes)?;
+        self.record_body(watch, hash, SnapshotBody::Xml(xml), at, &events, retention)
     }
 
     /// [`Store::record`] of a hierarchy's compact form
-    /// ([`crate::hierarchy::packed::pack`], with its URL): what checks store.
+    /// ([`crate::hierarchy::packed::pack`], with its URL) and its semantic
+    /// changes: what checks store.
     pub fn record_packed(
         &mut self,
         watch: &str,
         hash: &str,
         packed: &[u8],
         at: SystemTime,
-        changes: &[serde_json::Value],
+        changes: &[Change],
         retention: &Retention,
     ) -> Result<Recorded, StoreError> {
+        let events = change_rows(watch, changes)?;
         self.record_body(
             watch,
             hash,
             SnapshotBody::Packed(packed),
             at,
-            changes,
+            &events,
             retention,
         )
     }
@@ -885,13 +903,12 @@ impl Store {
         hash: &str,
         body: SnapshotBody<'_>,
         at: SystemTime,
-        changes: &[serde_json::Value],
+        events: &[(&str, String)],
         retention: &Retention,
     ) -> Result<Recorded, StoreError> {
         retention.validate()?;
         let compressed = body.compressed(watch)?;
         let at_ms = to_millis(at)?;
-        let events = event_rows(watch, changes)?;
 
         let err = |source| StoreError::Watch {
             watch: watch.to_owned(),
@@ -911,7 +928,7 @@ impl Store {
                 format: body.format(),
                 size: body.bytes().len(),
                 at_ms,
-                events: &events,
+                events,
                 retention,
             },
         )
@@ -958,12 +975,59 @@ impl Store {
     /// (older than) the event `before_id`, or with the newest if `None`. To
     /// page, pass the last id of one page as `before_id` of the next: pages
     /// stay stable while new events are recorded.
+    ///
+    /// Each event is given as the JSON stored, whatever it holds;
+    /// [`Store::events`] reads them as types.
     pub fn changes(
         &self,
         watch: &str,
         before_id: Option<i64>,
         limit: usize,
     ) -> Result<Vec<ChangeRecord>, StoreError> {
+        self.read_events(watch, before_id, limit, |row| {
+            let change = serde_json::from_str(&row.body)?;
+            Ok(ChangeRecord {
+                id: row.id,
+                watch: row.watch,
+                snapshot_id: row.snapshot_id,
+                at: row.at,
+                kind: row.kind,
+                change,
+            })
+        })
+    }
+
+    /// [`Store::changes`] read as [`Event`]s: a data change or a layout
+    /// event each. A stored event of any other shape is
+    /// [`StoreError::CorruptChange`], naming its id.
+    pub fn events(
+        &self,
+        watch: &str,
+        before_id: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        self.read_events(watch, before_id, limit, |row| {
+            let event = serde_json::from_str(&row.body)?;
+            Ok(EventRecord {
+                id: row.id,
+                watch: row.watch,
+                snapshot_id: row.snapshot_id,
+                at: row.at,
+                event,
+            })
+        })
+    }
+
+    /// The change event rows of a page of [`Store::changes`], each decoded
+    /// by `decode`; a row that does not decode is
+    /// [`StoreError::CorruptChange`].
+    fn read_events<T>(
+        &self,
+        watch: &str,
+        before_id: Option<i64>,
+        limit: usize,
+        decode: impl Fn(EventRow) -> Result<T, serde_json::Error>,
+    ) -> Result<Vec<T>, StoreError> {
         let before = before_id.unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
@@ -994,15 +1058,15 @@ impl Store {
                     source,
                 };
                 let at = from_millis(at).map_err(corrupt)?;
-                let change = serde_json::from_str(&body).map_err(|e| corrupt(Box::new(e)))?;
-                Ok(ChangeRecord {
+                let row = EventRow {
                     id,
-                    watch,
+                    watch: watch.clone(),
                     snapshot_id,
                     at,
                     kind,
-                    change,
-                })
+                    body,
+                };
+                decode(row).map_err(|e| corrupt(Box::new(e)))
             })
             .collect()
     }
@@ -1205,6 +1269,24 @@ fn event_rows<'a>(
                 .ok_or_else(invalid)?;
             let body = serde_json::to_string(change).map_err(|_| invalid())?;
             Ok((kind, body))
+        })
+        .collect()
+}
+
+/// Semantic changes as (kind, JSON body) rows.
+fn change_rows<'a>(
+    watch: &str,
+    changes: &'a [Change],
+) -> Result<Vec<(&'a str, String)>, StoreError> {
+    changes
+        .iter()
+        .enumerate()
+        .map(|(index, change)| {
+            let body = serde_json::to_string(change).map_err(|_| StoreError::InvalidChange {
+                watch: watch.to_owned(),
+                index,
+            })?;
+            Ok((change.kind.name(), body))
         })
         .collect()
 }

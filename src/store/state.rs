@@ -13,14 +13,17 @@
 //! within the caller's give-up time stays behind as `failed`, visible in
 //! [`Store::outbox`].
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    CheckWrite, CorruptionCause, Recorded, Retention, SnapshotBody, Store, StoreError, event_rows,
-    from_millis, to_millis, watch_error, write_check,
+    CheckWrite, CorruptionCause, LayoutEvent, Recorded, Retention, SnapshotBody, Store, StoreError,
+    change_rows, from_millis, to_millis, watch_error, write_check,
 };
+use crate::diff::Change;
 
 /// What the daemon knows about one watch between checks.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,13 +62,67 @@ pub struct WatchStatus {
     pub rejected_body: Option<String>,
 }
 
+/// The state of a threshold. Stored as its name ([`Level::as_str`]), the
+/// text the `threshold_state.state` column has always held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// Within bounds.
+    Normal,
+    /// Beyond a bound.
+    Alarm,
+    /// The XPath selects no number.
+    Lost,
+}
+
+impl Level {
+    /// The stored name: `normal`, `alarm`, `lost`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Normal => "normal",
+            Level::Alarm => "alarm",
+            Level::Lost => "lost",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored threshold state that is none of `normal`, `alarm`, `lost`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown threshold state `{0}` (expected normal, alarm or lost)")]
+pub struct UnknownLevel(pub String);
+
+impl FromStr for Level {
+    type Err = UnknownLevel;
+
+    fn from_str(s: &str) -> Result<Level, UnknownLevel> {
+        match s {
+            "normal" => Ok(Level::Normal),
+            "alarm" => Ok(Level::Alarm),
+            "lost" => Ok(Level::Lost),
+            other => Err(UnknownLevel(other.to_owned())),
+        }
+    }
+}
+
+/// A level compares equal to its stored name.
+impl PartialEq<&str> for Level {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// The state of one threshold, as the store keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThresholdRecord {
     /// The threshold's name (unique within its watch).
     pub name: String,
-    /// `normal`, `alarm` or `lost` (the XPath selected nothing).
-    pub state: String,
+    /// Normal, in alarm, or lost (the XPath selected nothing).
+    pub state: Level,
     /// The last value read, if any.
     pub value: Option<f64>,
     /// The `xpath` id of the node the value came from.
@@ -101,9 +158,9 @@ pub struct CheckState {
     pub alerts: Vec<Queued>,
     /// The watch's new layout state (JSON), when the page was read.
     pub layout: Option<String>,
-    /// A layout event (a JSON object with `"kind": "layout"`) to record
-    /// as a change event of its own, outside any snapshot.
-    pub layout_event: Option<serde_json::Value>,
+    /// A layout event to record as a change event of its own, outside
+    /// any snapshot.
+    pub layout_event: Option<LayoutEvent>,
 }
 
 /// Where an outbox row stands.
@@ -150,8 +207,8 @@ pub struct SnapshotPart<'a> {
     pub hash: &'a str,
     /// The hierarchy (may be empty when `hash` is the current hash).
     pub body: SnapshotBody<'a>,
-    /// Change events (JSON objects with a `"kind"` string).
-    pub changes: &'a [serde_json::Value],
+    /// The semantic changes, stored as its change events.
+    pub changes: &'a [Change],
     /// Retention applied when a snapshot is stored.
     pub retention: &'a Retention,
 }
@@ -361,10 +418,12 @@ impl Store {
             .map_err(|source| watch_error(watch, "read the thresholds of", source))?;
         rows.into_iter()
             .map(|(name, state, value, node, since)| {
-                let since = from_millis(since).map_err(|source| StoreError::CorruptWatch {
+                let corrupt = |source: CorruptionCause| StoreError::CorruptWatch {
                     watch: watch.to_owned(),
                     source,
-                })?;
+                };
+                let since = from_millis(since).map_err(corrupt)?;
+                let state = state.parse::<Level>().map_err(|e| corrupt(Box::new(e)))?;
                 Ok(ThresholdRecord {
                     name,
                     state,
@@ -428,11 +487,22 @@ impl Store {
             Some(part) => {
                 part.retention.validate()?;
                 let compressed = part.body.compressed(watch)?;
-                let events = event_rows(watch, part.changes)?;
+                let events = change_rows(watch, part.changes)?;
                 Some((part, events, compressed))
             }
             None => None,
         };
+        // Serialising a layout event does not fail (no maps, no custom
+        // serialisers); were it to, it is refused like a change event.
+        let layout_event = state
+            .layout_event
+            .as_ref()
+            .map(LayoutEvent::to_json)
+            .transpose()
+            .map_err(|_| StoreError::InvalidChange {
+                watch: watch.to_owned(),
+                index: 0,
+            })?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -462,8 +532,7 @@ impl Store {
                 .and_then(|mut stmt| stmt.execute(params![watch, layout]))
                 .map_err(err)?;
         }
-        if let Some(event) = &state.layout_event {
-            let body = event.to_string();
+        if let Some(body) = &layout_event {
             // Only for a watch the store knows (it has a snapshot).
             tx.prepare_cached(
                 "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
@@ -479,7 +548,14 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
             .and_then(|mut stmt| {
-                stmt.execute(params![watch, t.name, t.state, t.value, t.node, since])
+                stmt.execute(params![
+                    watch,
+                    t.name,
+                    t.state.as_str(),
+                    t.value,
+                    t.node,
+                    since
+                ])
             })
             .map_err(err)?;
         }

@@ -380,6 +380,120 @@ fn invalid_change_events_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn events_read_back_as_types_and_one_that_does_not_is_an_error_with_its_id() {
+    use semclip::diff::ChangeKind;
+    use semclip::store::Event;
+    let mut store = Store::open_in_memory().unwrap();
+    record_page(&mut store, "w", 1, t0(), 0);
+    let update = json!({ "kind": "update", "context": ["Shares", "GAZP"], "old": "1", "new": "2",
+                         "old_num": "1", "new_num": "2", "delta": "1" });
+    // A layout event as semclip wrote it before issue 17 (no
+    // lost_thresholds, template, dom_drift, dom_against).
+    let old_layout = json!({ "kind": "layout", "drift": 0.7, "max_drift": 0.5,
+        "against": "previous page", "lost": ["shares"], "moved": [], "summary": "clips lost" });
+    let xml = page(2);
+    store
+        .record(
+            "w",
+            &hash_of(&xml),
+            &xml,
+            t0() + DAY,
+            &[update.clone(), old_layout],
+            &Retention::default(),
+        )
+        .unwrap();
+    let events = store.events("w", None, 10).unwrap();
+    assert_eq!(events.len(), 2);
+    let Event::Layout(layout) = &events[0].event else {
+        panic!("{events:?}")
+    };
+    assert_eq!(layout.lost, ["shares"]);
+    assert!(layout.lost_thresholds.is_empty() && layout.template.is_none());
+    assert_eq!(events[0].event.line(), "layout  layout changed: clips lost");
+    let Event::Change(change) = &events[1].event else {
+        panic!("{events:?}")
+    };
+    assert_eq!(change.kind, ChangeKind::Update);
+    assert_eq!(change.line(), "update  Shares / GAZP: 1 -> 2 (+1)");
+    // The typed event writes back the JSON stored.
+    assert_eq!(serde_json::to_value(&events[1].event).unwrap(), update);
+
+    // An event of no known shape: the raw read still gives it, the typed
+    // read names it.
+    let xml = page(3);
+    store
+        .record(
+            "w",
+            &hash_of(&xml),
+            &xml,
+            t0() + 2 * DAY,
+            &[event("text", 0)],
+            &Retention::default(),
+        )
+        .unwrap();
+    let raw = store.changes("w", None, 10).unwrap();
+    assert_eq!(raw[0].kind, "text");
+    let err = store.events("w", None, 10).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptChange { watch, change_id, .. }
+            if watch == "w" && *change_id == raw[0].id),
+        "{err:?}"
+    );
+    // Older pages still read.
+    assert_eq!(store.events("w", Some(raw[0].id), 10).unwrap().len(), 2);
+}
+
+#[test]
+fn threshold_states_keep_their_stored_text_and_an_unknown_one_is_corrupt() {
+    use semclip::store::{CheckState, Level, ThresholdRecord};
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let record = |name: &str, state| ThresholdRecord {
+        name: name.into(),
+        state,
+        value: Some(1.0),
+        node: None,
+        since: t0(),
+    };
+    let state = CheckState {
+        thresholds: vec![
+            record("a", Level::Alarm),
+            record("l", Level::Lost),
+            record("n", Level::Normal),
+        ],
+        ..CheckState::default()
+    };
+    store.record_check("w", t0(), None, &state).unwrap();
+    assert_eq!(store.thresholds("w").unwrap(), state.thresholds);
+    let conn = Connection::open(&path).unwrap();
+    let texts: Vec<String> = conn
+        .prepare("SELECT state FROM threshold_state WHERE watch = 'w' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(texts, ["alarm", "lost", "normal"]);
+    assert_eq!("alarm".parse::<Level>(), Ok(Level::Alarm));
+    assert_eq!(Level::Lost.to_string(), "lost");
+
+    conn.execute(
+        "UPDATE threshold_state SET state = 'panic' WHERE name = 'a'",
+        [],
+    )
+    .unwrap();
+    let err = store.thresholds("w").unwrap_err();
+    assert!(
+        matches!(&err, StoreError::CorruptWatch { watch, .. } if watch == "w"),
+        "{err:?}"
+    );
+    assert!(
+        semclip::error_chain(&err).contains("unknown threshold state `panic`"),
+        "{err:#}"
+    );
+}
+
+#[test]
 fn a_hierarchy_over_the_limit_is_refused() {
     let mut store = Store::open_in_memory().unwrap();
     let xml = "x".repeat(MAX_XML_BYTES + 1);
@@ -1201,7 +1315,7 @@ fn a_killed_writer_leaves_a_whole_database() {
 
 #[test]
 fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait() {
-    use semclip::store::{CheckState, OutboxState, Queued, ThresholdRecord, WatchStatus};
+    use semclip::store::{CheckState, Level, OutboxState, Queued, ThresholdRecord, WatchStatus};
     let (_dir, path) = temp_db();
     let mut store = Store::open(&path).unwrap();
     let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
@@ -1222,7 +1336,7 @@ fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait() {
         },
         thresholds: vec![ThresholdRecord {
             name: "high".into(),
-            state: "alarm".into(),
+            state: Level::Alarm,
             value: Some(301.5),
             node: None,
             since: t0,
