@@ -57,8 +57,9 @@ struct Node<'h> {
     text: &'h str,
     /// 1-based ordinal among siblings with the same text.
     ordinal: u32,
-    /// `xpath` id of the hierarchy node behind the label.
-    id: &'h str,
+    /// The hierarchy node behind the label (an index into
+    /// [`LabelTree::hnodes`]; `NONE` for the root, the page).
+    hnode: u32,
     /// Hash of the prefix ending here (64-bit; a collision among the
     /// prefixes of two pages is vanishingly unlikely).
     hash: u64,
@@ -75,7 +76,8 @@ struct Node<'h> {
 #[derive(Debug, Clone)]
 struct Leaf<'h> {
     node: u32,
-    xpath: &'h str,
+    /// The hierarchy node behind the leaf value (see [`Node::hnode`]).
+    hnode: u32,
     num: Option<&'h str>,
     cell: bool,
     /// Position among the branches of its context (document order).
@@ -87,6 +89,25 @@ struct Leaf<'h> {
 struct LabelTree<'h> {
     nodes: Vec<Node<'h>>,
     branches: Vec<Leaf<'h>>,
+    /// The hierarchy, to derive the ids of the nodes a change reports.
+    hierarchy: &'h Hierarchy,
+    /// The hierarchy nodes walked, in document order.
+    hnodes: Vec<HRef<'h>>,
+}
+
+/// A hierarchy node the label tree was built from: where it is, so that
+/// its `xpath` id is derived only when a change reports it (a hierarchy read
+/// back for a diff carries no ids: deriving every node's costs more than
+/// the diff).
+#[derive(Debug, Clone, Copy)]
+struct HRef<'h> {
+    /// The node's id as the hierarchy holds it: empty when its ids were
+    /// not derived.
+    xpath: &'h str,
+    /// The parent's entry (`NONE` for a child of the root).
+    parent: u32,
+    /// The node's index among its parent's children.
+    child: u32,
 }
 
 /// Equal-text siblings that own structure (two sections both headed
@@ -282,13 +303,15 @@ impl<'h> LabelTree<'h> {
         let mut t = LabelTree {
             nodes: Vec::with_capacity(nodes),
             branches: Vec::with_capacity(branches),
+            hierarchy: h,
+            hnodes: Vec::with_capacity(nodes),
         };
         t.nodes.push(Node {
             parent: NONE,
             depth: 0,
             text: title,
             ordinal: 1,
-            id: "/page",
+            hnode: NONE,
             hash: step_hash(0, title, 1),
             leaves: 0,
             branch: NONE,
@@ -296,7 +319,7 @@ impl<'h> LabelTree<'h> {
         });
         let mut scopes = vec![Ordinals::default()];
         let mut tables = (0, NONE);
-        t.walk(&h.children, 0, 0, ignored, &mut scopes, &mut tables);
+        t.walk(&h.children, 0, 0, ignored, &mut scopes, &mut tables, NONE);
         // Branch counts, children before parents.
         for i in (1..t.nodes.len()).rev() {
             let (p, c) = (t.nodes[i].parent as usize, t.nodes[i].leaves);
@@ -317,6 +340,9 @@ impl<'h> LabelTree<'h> {
     /// are transparent: their children join these siblings, so ordinals
     /// count across them. `scopes[level]` counts the ordinals of `at`'s
     /// children (one reused counter per depth, no allocation per node).
+    /// `hparent` is the entry in `hnodes` of the hierarchy node whose
+    /// children `nodes` are.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         nodes: &'h [HNode],
@@ -325,11 +351,20 @@ impl<'h> LabelTree<'h> {
         ignored: &HashSet<String>,
         scopes: &mut Vec<Ordinals<'h>>,
         tables: &mut (u32, u32),
+        hparent: u32,
     ) {
-        for n in nodes {
+        for (k, n) in nodes.iter().enumerate() {
+            // (`ignored` is non-empty only for hierarchies with ids: the
+            // ignore list is resolved over them.)
             if !ignored.is_empty() && ignored.contains(&n.xpath) {
                 continue;
             }
+            let me = index(self.hnodes.len());
+            self.hnodes.push(HRef {
+                xpath: &n.xpath,
+                parent: hparent,
+                child: index(k),
+            });
             // (tables seen so far, the table being walked)
             let outer = tables.1;
             if n.kind == Kind::Table {
@@ -338,14 +373,14 @@ impl<'h> LabelTree<'h> {
             }
             let (labels, count) = node_labels(n);
             if count == 0 {
-                self.walk(&n.children, at, level, ignored, scopes, tables);
+                self.walk(&n.children, at, level, ignored, scopes, tables, me);
                 tables.1 = outer;
                 continue;
             }
             let mut cur = at;
             for (i, text) in labels[..count].iter().enumerate() {
                 let ordinal = if i == 0 { scopes[level].next(text) } else { 1 };
-                cur = self.push(cur, text, ordinal, &n.xpath);
+                cur = self.push(cur, text, ordinal, me);
                 if i == 0 && n.kind == Kind::Cell && n.col.is_some() {
                     self.nodes[cur as usize].header_of = tables.1;
                 }
@@ -356,7 +391,7 @@ impl<'h> LabelTree<'h> {
                 node.leaves = 1;
                 self.branches.push(Leaf {
                     node: cur,
-                    xpath: &n.xpath,
+                    hnode: me,
                     num: n.num.as_deref(),
                     cell: n.kind == Kind::Cell,
                     position: 0,
@@ -366,20 +401,20 @@ impl<'h> LabelTree<'h> {
                     scopes.push(Ordinals::default());
                 }
                 scopes[level + 1].clear();
-                self.walk(&n.children, cur, level + 1, ignored, scopes, tables);
+                self.walk(&n.children, cur, level + 1, ignored, scopes, tables, me);
             }
             tables.1 = outer;
         }
     }
 
-    fn push(&mut self, parent: u32, text: &'h str, ordinal: u32, id: &'h str) -> u32 {
+    fn push(&mut self, parent: u32, text: &'h str, ordinal: u32, hnode: u32) -> u32 {
         let p = &self.nodes[parent as usize];
         let node = Node {
             parent,
             depth: p.depth + 1,
             text,
             ordinal,
-            id,
+            hnode,
             hash: step_hash(p.hash, text, ordinal),
             leaves: 0,
             branch: NONE,
@@ -403,6 +438,37 @@ impl<'h> LabelTree<'h> {
 
     fn node(&self, i: u32) -> &Node<'h> {
         &self.nodes[i as usize]
+    }
+
+    /// The `xpath` id of hierarchy node `hnode` (an entry of `hnodes`,
+    /// `NONE` for the root): the one the hierarchy holds, or, for a
+    /// hierarchy read back without ids, derived for this node alone by the
+    /// rule that assigns them all ([`crate::hierarchy::id_at`]).
+    fn id(&self, hnode: u32) -> String {
+        let Some(r) = self.hnodes.get(hnode as usize) else {
+            return "/page".to_string();
+        };
+        if !r.xpath.is_empty() {
+            return r.xpath.to_string();
+        }
+        let mut path = Vec::new();
+        let mut at = hnode;
+        while let Some(r) = self.hnodes.get(at as usize) {
+            path.push(r.child as usize);
+            at = r.parent;
+        }
+        path.reverse();
+        crate::hierarchy::id_at(self.hierarchy, &path).unwrap_or_default()
+    }
+
+    /// Whether hierarchy nodes `x` and `y` have the same id: the same node
+    /// (ids are unique), or equal ids held by the hierarchy.
+    fn same_id(&self, x: u32, y: u32) -> bool {
+        x == y
+            || match (self.hnodes.get(x as usize), self.hnodes.get(y as usize)) {
+                (Some(a), Some(b)) => !a.xpath.is_empty() && a.xpath == b.xpath,
+                _ => false,
+            }
     }
 
     /// The labels from the root down to node `i`, as (text, ordinal).
@@ -493,7 +559,7 @@ pub fn branch_paths(h: &Hierarchy) -> Vec<BranchPath> {
             while at != NONE {
                 let n = t.node(at);
                 labels.push(n.text.to_string());
-                ids.push(n.id.to_string());
+                ids.push(t.id(n.hnode));
                 at = n.parent;
             }
             labels.reverse();
@@ -898,7 +964,7 @@ fn bare_labels(
         let same_node_below = tree
             .nodes
             .get(i + 1)
-            .is_some_and(|c| c.parent == index(i) && c.id == n.id);
+            .is_some_and(|c| c.parent == index(i) && tree.same_id(c.hnode, n.hnode));
         if !same_node_below {
             found.push(index(i));
         }
@@ -915,7 +981,7 @@ fn bare_labels(
 /// An insert or delete of node `n` of `tree` holding `size` values.
 fn node_change(tree: &LabelTree<'_>, n: u32, kind: ChangeKind, size: Option<usize>) -> Change {
     let value = tree.node(n).text.to_string();
-    let xpath = tree.node(n).id.to_string();
+    let xpath = tree.id(tree.node(n).hnode);
     let (old, new, old_xpath, new_xpath) = match kind {
         ChangeKind::Delete => (Some(value), None, Some(xpath), None),
         _ => (None, Some(value), None, Some(xpath)),
@@ -1180,8 +1246,8 @@ fn renames(a: &LabelTree<'_>, b: &LabelTree<'_>, ra: &[u32], rb: &[u32]) -> Vec<
                     new_context: None,
                     old: Some(a.node(*old).text.to_string()),
                     new: Some(b.node(new).text.to_string()),
-                    old_xpath: Some(a.node(*old).id.to_string()),
-                    new_xpath: Some(b.node(new).id.to_string()),
+                    old_xpath: Some(a.id(a.node(*old).hnode)),
+                    new_xpath: Some(b.id(b.node(new).hnode)),
                     old_num: None,
                     new_num: None,
                     delta: None,
@@ -1282,8 +1348,8 @@ fn pair_change(p: &Pair<'_>, oi: u32, ni: u32, kind: ChangeKind) -> Change {
         new_context: (kind == ChangeKind::Move).then(|| p.b.context(n.node)),
         old: Some(p.a.leaf_text(oi).to_string()),
         new: Some(p.b.leaf_text(ni).to_string()),
-        old_xpath: Some(o.xpath.to_string()),
-        new_xpath: Some(n.xpath.to_string()),
+        old_xpath: Some(p.a.id(o.hnode)),
+        new_xpath: Some(p.b.id(n.hnode)),
         old_num,
         new_num,
         delta,

@@ -1154,7 +1154,6 @@ fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
 
 fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
     use std::collections::HashMap;
-    use std::fmt::Write as _;
     // Per child: how many siblings its id predicate selects, and its
     // ordinal among them; and its position among same-named siblings.
     let n = children.len();
@@ -1213,38 +1212,90 @@ fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
         let name = c.kind.name();
         let mut id = String::with_capacity(parent.len() + name.len() + 24);
         id.push_str(parent);
-        id.push('/');
-        id.push_str(name);
-        match c.ident() {
-            Some((attr, v)) => {
-                let (quoted, cut) = id_value(v);
-                if cut {
-                    id.push_str("[starts-with(@");
-                    id.push_str(attr);
-                    id.push_str(", ");
-                    push_xpath_literal(&mut id, quoted);
-                    id.push_str(")]");
-                } else {
-                    id.push_str("[@");
-                    id.push_str(attr);
-                    id.push('=');
-                    push_xpath_literal(&mut id, v);
-                    id.push(']');
-                }
-                if totals[i] > 1 {
-                    let _ = write!(id, "[{}]", ordinals[i] + 1);
-                }
-            }
-            None => {
-                let _ = write!(id, "[{}]", positions[i] + 1);
-            }
-        }
+        push_step(&mut id, c, totals[i], ordinals[i], positions[i]);
         if !budget.ids(id.len() as u64) {
             return;
         }
         assign_children(&id, &mut c.children, budget);
         c.xpath = id;
     }
+}
+
+/// Appends the step of `c`'s id below its parent's: `/kind` and its
+/// predicate. `total` is how many siblings `c`'s id predicate selects,
+/// `ordinal` its 0-based ordinal among them, `position` its 0-based
+/// position among same-kind siblings.
+fn push_step(id: &mut String, c: &HNode, total: usize, ordinal: usize, position: usize) {
+    use std::fmt::Write as _;
+    id.push('/');
+    id.push_str(c.kind.name());
+    match c.ident() {
+        Some((attr, v)) => {
+            let (quoted, cut) = id_value(v);
+            if cut {
+                id.push_str("[starts-with(@");
+                id.push_str(attr);
+                id.push_str(", ");
+                push_xpath_literal(id, quoted);
+                id.push_str(")]");
+            } else {
+                id.push_str("[@");
+                id.push_str(attr);
+                id.push('=');
+                push_xpath_literal(id, v);
+                id.push(']');
+            }
+            if total > 1 {
+                let _ = write!(id, "[{}]", ordinal + 1);
+            }
+        }
+        None => {
+            let _ = write!(id, "[{}]", position + 1);
+        }
+    }
+}
+
+/// The id [`assign_ids`] gives the node reached from the root by the child
+/// indexes `path` (the root's children first), computed for that node
+/// alone: for a hierarchy read back without ids, when only a few nodes'
+/// ids are wanted (those of a diff's changes). `None` when `path` leads
+/// nowhere; `"/page"` for the empty path (the root).
+pub fn id_at(h: &Hierarchy, path: &[usize]) -> Option<String> {
+    let mut id = String::from("/page");
+    let mut siblings = h.children.as_slice();
+    for &i in path {
+        let c = siblings.get(i)?;
+        let (total, ordinal, position) = sibling_counts(siblings, i);
+        push_step(&mut id, c, total, ordinal, position);
+        siblings = &c.children;
+    }
+    Some(id)
+}
+
+/// For child `i` of `children`, what [`assign_children`] counts: how many
+/// siblings its id predicate selects, its ordinal among them, and its
+/// position among same-kind siblings (both 0-based).
+fn sibling_counts(children: &[HNode], i: usize) -> (usize, usize, usize) {
+    let (mut total, mut ordinal, mut position) = (0, 0, 0);
+    let Some(c) = children.get(i) else {
+        return (total, ordinal, position);
+    };
+    let (own, _) = id_keys(c);
+    for (j, other) in children.iter().enumerate() {
+        if other.kind == c.kind && j < i {
+            position += 1;
+        }
+        if own.is_some() {
+            let (other_own, other_also) = id_keys(other);
+            if other_own == own || other_also == own {
+                total += 1;
+                if j < i {
+                    ordinal += 1;
+                }
+            }
+        }
+    }
+    (total, ordinal, position)
 }
 
 /// An XPath 1.0 string literal for `s`: single or double quotes, or
@@ -1286,4 +1337,72 @@ pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
     let budget = Budget::new(PageLimits::unlimited());
     let mut b = Builder::new(&dom, decimal_style_for_lang(head.lang.as_deref()), &budget);
     table::pseudo_tables(&mut b, DOCUMENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every node's id as [`id_at`] derives it alone equals the one
+    /// [`assign_ids`] gave it.
+    fn assert_ids_at(h: &Hierarchy) -> usize {
+        fn walk(h: &Hierarchy, nodes: &[HNode], path: &mut Vec<usize>, seen: &mut usize) {
+            for (i, n) in nodes.iter().enumerate() {
+                path.push(i);
+                assert_eq!(id_at(h, path).as_deref(), Some(n.xpath.as_str()));
+                *seen += 1;
+                walk(h, &n.children, path, seen);
+                path.pop();
+            }
+        }
+        assert_eq!(id_at(h, &[]).as_deref(), Some("/page"));
+        let mut seen = 0;
+        walk(h, &h.children, &mut Vec::new(), &mut seen);
+        seen
+    }
+
+    #[test]
+    fn id_at_equals_assign_ids_on_every_node() {
+        let long = "L".repeat(MAX_ID_LABEL_CHARS + 5);
+        let exact = "E".repeat(MAX_ID_LABEL_CHARS);
+        let wide = "й".repeat(MAX_ID_LABEL_CHARS + 1);
+        let mut html = String::from("<html><title>Ids</title><body>");
+        // Equal, long (a shared prefix), exactly-200 and quoted headings.
+        for heading in [
+            "Same",
+            "Same",
+            &long,
+            &long,
+            &exact,
+            "It's",
+            "It's \"so\"",
+            &wide,
+            "Other",
+        ] {
+            html.push_str(&format!(
+                "<h2>{heading}</h2><p>text of {heading}</p><p>more</p>"
+            ));
+        }
+        html.push_str(&format!("<h2>{exact}x</h2><p>prefix of it</p>"));
+        // More than 16 siblings (the hashed path), with repeats.
+        html.push_str("<h2>List</h2><ul>");
+        for i in 0..40 {
+            html.push_str(&format!("<li>item {}</li>", i % 7));
+        }
+        html.push_str("</ul>");
+        // A table with repeated keys and a long column header.
+        html.push_str(&format!(
+            "<table><tr><th>Key</th><th>{long}</th><th>B</th></tr>"
+        ));
+        for i in 0..30 {
+            html.push_str(&format!(
+                "<tr><td>k{}</td><td>{i}</td><td>x</td></tr>",
+                i % 4
+            ));
+        }
+        html.push_str("</table></body></html>");
+        let h = Hierarchy::from_html(&html, None);
+        assert!(assert_ids_at(&h) > 100);
+        assert_eq!(id_at(&h, &[usize::MAX]), None);
+    }
 }

@@ -6,7 +6,9 @@
 //! of nodes in document order, each with its child count, encoded with
 //! `postcard` (varint lengths, no field names). Ids are not stored: they
 //! are derived from the labels by [`super::assign_ids`] when a packed
-//! hierarchy is read back, which is also how a freshly built one gets them.
+//! hierarchy is read back, which is also how a freshly built one gets them
+//! ([`unpack_without_ids`] skips that, for a check's diff, which derives
+//! only the ids of the nodes it reports).
 //!
 //! # Guarantees
 //!
@@ -163,6 +165,16 @@ fn attribute(name: &str) -> Result<&'static str, PackError> {
 
 /// Reads a packed hierarchy back, with ids derived again.
 pub fn unpack(bytes: &[u8]) -> Result<Hierarchy, PackError> {
+    let mut h = unpack_without_ids(bytes)?;
+    assign_ids(&mut h);
+    Ok(h)
+}
+
+/// Reads a packed hierarchy back with every `xpath` left empty: for a
+/// reader that needs the ids of a few nodes at most (the diff of a check
+/// derives those of its changes with [`super::id_at`]), as deriving them
+/// all costs as much as reading the rest.
+pub fn unpack_without_ids(bytes: &[u8]) -> Result<Hierarchy, PackError> {
     let body = bytes.strip_prefix(FORMAT).ok_or(PackError::Format)?;
     let page: Page<'_> = postcard::from_bytes(body)?;
     // Build bottom-up without recursion: a stack of (node, children still
@@ -211,14 +223,12 @@ pub fn unpack(bytes: &[u8]) -> Result<Hierarchy, PackError> {
     if !open.is_empty() || wanted_top != 0 {
         return Err(PackError::Shape("fewer nodes than the tree holds".into()));
     }
-    let mut h = Hierarchy {
+    Ok(Hierarchy {
         title: owned(page.title),
         url: owned(page.url),
         lang: owned(page.lang),
         children: top,
-    };
-    assign_ids(&mut h);
-    Ok(h)
+    })
 }
 
 #[cfg(test)]

@@ -123,7 +123,16 @@ pub fn prepare(
             packed: Vec::new(),
         });
     }
-    let (changes, unchanged) = match store.current_hierarchy(watch).map_err(store_err)? {
+    // The previous version is read back only to be diffed, and the diff
+    // derives ids just for the nodes it reports, so its ids are not derived
+    // on reading. An ignore list is resolved by XPath over the previous
+    // hierarchy, which reads every node's id: then they are derived.
+    let previous = if ignore.is_empty() {
+        store.current_hierarchy_without_ids(watch)
+    } else {
+        store.current_hierarchy(watch)
+    };
+    let (changes, unchanged) = match previous.map_err(store_err)? {
         Some(previous) => {
             let old_ignored = ignored_ids(&previous.hierarchy, ignore).map_err(bad_ignore)?;
             let changes = diff_ignoring(&previous.hierarchy, new, &old_ignored, &new_ignored);

@@ -550,7 +550,8 @@ pub struct Snapshot {
 pub struct Previous {
     /// Its content hash.
     pub hash: String,
-    /// Its hierarchy, ids derived.
+    /// Its hierarchy: ids derived, except from
+    /// [`Store::current_hierarchy_without_ids`].
     pub hierarchy: Hierarchy,
     /// Whether it was stored as XML, by a semclip whose content hashes were
     /// taken over the XML (so a new hash cannot be compared with it).
@@ -812,11 +813,26 @@ impl Store {
     /// compact snapshot is read back without any XML; an older XML one is
     /// parsed.
     pub fn current_hierarchy(&self, watch: &str) -> Result<Option<Previous>, StoreError> {
+        self.previous(watch, true)
+    }
+
+    /// [`Store::current_hierarchy`] for a diff: a compact snapshot is read
+    /// back without deriving its ids (every `xpath` empty; the diff derives
+    /// those of the nodes it reports). One stored as XML keeps the ids it
+    /// was written with.
+    pub fn current_hierarchy_without_ids(
+        &self,
+        watch: &str,
+    ) -> Result<Option<Previous>, StoreError> {
+        self.previous(watch, false)
+    }
+
+    fn previous(&self, watch: &str, ids: bool) -> Result<Option<Previous>, StoreError> {
         let row = self.current_row(watch)?;
         let Some(row) = row else { return Ok(None) };
         let read = row
             .format()
-            .and_then(|format| Ok((format, row.hierarchy()?)));
+            .and_then(|format| Ok((format, row.hierarchy(ids)?)));
         match read {
             Ok((format, hierarchy)) => Ok(Some(Previous {
                 hash: row.hash,
@@ -1422,11 +1438,13 @@ impl SnapshotRow {
         decompress(&self.blob, self.size, format)
     }
 
-    /// The stored hierarchy, read back.
-    fn hierarchy(&self) -> Result<Hierarchy, CorruptionCause> {
+    /// The stored hierarchy, read back (a compact one with its ids derived
+    /// if `ids`).
+    fn hierarchy(&self, ids: bool) -> Result<Hierarchy, CorruptionCause> {
         let bytes = self.bytes()?;
         match self.format()? {
-            SnapshotFormat::ZstdPacked => Ok(packed::unpack(&bytes)?),
+            SnapshotFormat::ZstdPacked if ids => Ok(packed::unpack(&bytes)?),
+            SnapshotFormat::ZstdPacked => Ok(packed::unpack_without_ids(&bytes)?),
             SnapshotFormat::ZlibXml | SnapshotFormat::ZstdXml => {
                 Ok(read::read(&String::from_utf8(bytes)?)?)
             }

@@ -500,3 +500,137 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
         );
     }
 }
+
+#[path = "../../benches/board_page.rs"]
+mod board_page;
+
+/// `h` as a hierarchy read back for a diff: every `xpath` empty.
+fn without_ids(h: &Hierarchy) -> Hierarchy {
+    fn clear(nodes: &mut [semclip::hierarchy::HNode]) {
+        for n in nodes {
+            n.xpath.clear();
+            clear(&mut n.children);
+        }
+    }
+    let mut h = h.clone();
+    clear(&mut h.children);
+    h
+}
+
+/// A data edit of every kind the diff reports: leaf values edited, nodes
+/// dropped and duplicated, labels renamed, spread over the tree; ids
+/// assigned again.
+fn mutated(h: &Hierarchy) -> Hierarchy {
+    fn mutate(nodes: &mut Vec<semclip::hierarchy::HNode>, seen: &mut usize) {
+        let mut i = 0;
+        while i < nodes.len() {
+            *seen += 1;
+            match *seen % 13 {
+                3 if nodes[i].children.is_empty() => {
+                    let t = nodes[i].text.take().unwrap_or_default();
+                    nodes[i].text = Some(format!("{t} edited"));
+                    nodes[i].num = None;
+                }
+                5 if nodes.len() > 1 => {
+                    nodes.remove(i);
+                    continue;
+                }
+                7 => {
+                    let copy = nodes[i].clone();
+                    nodes.insert(i, copy);
+                    i += 1;
+                }
+                11 if nodes[i].label.is_some() => {
+                    nodes[i].label = nodes[i].label.take().map(|l| format!("{l} renamed"));
+                }
+                _ => {}
+            }
+            mutate(&mut nodes[i].children, seen);
+            i += 1;
+        }
+    }
+    let mut h = h.clone();
+    mutate(&mut h.children, &mut 0);
+    semclip::hierarchy::assign_ids(&mut h);
+    h
+}
+
+/// Every node's id derived alone ([`semclip::hierarchy::id_at`]) equals
+/// the one [`semclip::hierarchy::assign_ids`] gave it.
+fn assert_ids_at(name: &str, h: &Hierarchy) {
+    fn walk(name: &str, h: &Hierarchy, nodes: &[semclip::hierarchy::HNode], path: &mut Vec<usize>) {
+        for (i, n) in nodes.iter().enumerate() {
+            path.push(i);
+            assert_eq!(
+                semclip::hierarchy::id_at(h, path).as_deref(),
+                Some(n.xpath.as_str()),
+                "{name}"
+            );
+            walk(name, h, &n.children, path);
+            path.pop();
+        }
+    }
+    walk(name, h, &h.children, &mut Vec::new());
+}
+
+/// The diff of hierarchies read back without ids derives the ids of the
+/// nodes its changes report: they equal those of the hierarchies with every
+/// id assigned, whichever side lacks them, over the corpus and the board.
+#[test]
+fn change_ids_without_assigned_ids_equal_those_with() {
+    use semclip::hierarchy::packed::{Url, pack, unpack_without_ids};
+    let mut pages: Vec<(String, Hierarchy)> = vec![
+        ("board".to_string(), h(&board_page::board_page(300, 0, 0))),
+        (
+            "board with 3 cells changed".to_string(),
+            h(&board_page::board_page(300, 1, 3)),
+        ),
+    ];
+    if let Some(corpus) = corpus("change_ids_without_assigned_ids_equal_those_with") {
+        for p in corpus_pages(&corpus) {
+            pages.push((p.display().to_string(), h(&read_page(&p))));
+        }
+    }
+    let mut changes = 0;
+    let mut check = |name: &str, a: &Hierarchy, b: &Hierarchy| {
+        let with = diff(a, b);
+        assert_eq!(
+            diff(&without_ids(a), b),
+            with,
+            "{name}: old side without ids"
+        );
+        assert_eq!(
+            diff(a, &without_ids(b)),
+            with,
+            "{name}: new side without ids"
+        );
+        assert_eq!(
+            diff(&without_ids(a), &without_ids(b)),
+            with,
+            "{name}: neither with ids"
+        );
+        changes += with.len();
+    };
+    for (name, page) in &pages {
+        assert_ids_at(name, page);
+        // What the store reads back for a diff.
+        let packed = pack(page, Url::Keep);
+        assert_eq!(
+            unpack_without_ids(&packed).ok().as_ref(),
+            Some(&without_ids(page)),
+            "{name}"
+        );
+        let edited = mutated(page);
+        check(name, page, &edited);
+        check(name, &edited, page);
+    }
+    // Board versions against each other, and unrelated pages (everything
+    // differs: renames, moves, whole nodes).
+    check("board", &pages[0].1, &pages[1].1);
+    check("board", &pages[1].1, &pages[0].1);
+    for i in 2..pages.len() {
+        let j = 2 + (i - 1) % (pages.len() - 2);
+        check(&pages[i].0, &pages[i].1, &pages[j].1);
+    }
+    assert!(changes > 100, "only {changes} changes compared");
+}
