@@ -1,6 +1,15 @@
 //! Turning a deserialization error into a [`Diagnostic`]: the YAML is read a
 //! second time as a bare tree of positions, and the error's position is looked
 //! up in it to name the field (`thresholds[0].above`).
+//!
+//! # Decisions
+//!
+//! - **The second read stays.** `serde_path_to_error` gives the field path
+//!   in one pass for type errors, but not the place to point at for a
+//!   missing field (the mapping that lacks it) or for a YAML syntax error,
+//!   and the diagnostics promise `file:line:column: field.path` for every
+//!   error. The second read happens only on a file that failed, so a file
+//!   that loads is read once.
 
 use std::fmt;
 use std::path::Path;

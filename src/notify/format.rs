@@ -14,6 +14,10 @@
 //!
 //! # Decisions
 //!
+//! - **One escaper for the HTML-speaking services** ([`escape`]: Telegram,
+//!   Matrix and the email body), not `maud`: it escapes the apostrophe too
+//!   (`&#39;`, which maud leaves alone), and Telegram's HTML parse mode and
+//!   attribute values in the email body rely on that.
 //! - One value is cut to [`MAX_VALUE_CHARS`] before markup, so a cut never
 //!   splits a tag or an entity, and a single line always fits.
 
