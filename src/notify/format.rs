@@ -16,8 +16,8 @@
 //!
 //! - **One escaper for the HTML-speaking services** ([`escape`]: Telegram,
 //!   Matrix and the email body), not `maud`: it escapes the apostrophe too
-//!   (`&#39;`, which maud leaves alone), and Telegram's HTML parse mode and
-//!   attribute values in the email body rely on that.
+//!   (`&#39;`, which maud leaves alone), so the same text is safe in
+//!   element content and in attributes whichever quote they use.
 //! - One value is cut to [`MAX_VALUE_CHARS`] before markup, so a cut never
 //!   splits a tag or an entity, and a single line always fits.
 
