@@ -89,8 +89,8 @@ struct Leaf<'h> {
 struct LabelTree<'h> {
     nodes: Vec<Node<'h>>,
     branches: Vec<Leaf<'h>>,
-    /// The hierarchy, to derive the ids of the nodes a change reports.
-    hierarchy: &'h Hierarchy,
+    /// Derives the ids of the nodes a change reports, from the hierarchy.
+    ids: crate::hierarchy::IdsAt<'h>,
     /// The hierarchy nodes walked, in document order.
     hnodes: Vec<HRef<'h>>,
 }
@@ -303,7 +303,7 @@ impl<'h> LabelTree<'h> {
         let mut t = LabelTree {
             nodes: Vec::with_capacity(nodes),
             branches: Vec::with_capacity(branches),
-            hierarchy: h,
+            ids: crate::hierarchy::IdsAt::new(h),
             hnodes: Vec::with_capacity(nodes),
         };
         t.nodes.push(Node {
@@ -443,7 +443,7 @@ impl<'h> LabelTree<'h> {
     /// The `xpath` id of hierarchy node `hnode` (an entry of `hnodes`,
     /// `NONE` for the root): the one the hierarchy holds, or, for a
     /// hierarchy read back without ids, derived for this node alone by the
-    /// rule that assigns them all ([`crate::hierarchy::id_at`]).
+    /// rule that assigns them all ([`crate::hierarchy::IdsAt`]).
     fn id(&self, hnode: u32) -> String {
         let Some(r) = self.hnodes.get(hnode as usize) else {
             return "/page".to_string();
@@ -458,7 +458,7 @@ impl<'h> LabelTree<'h> {
             at = r.parent;
         }
         path.reverse();
-        crate::hierarchy::id_at(self.hierarchy, &path).unwrap_or_default()
+        self.ids.id_at(&path).unwrap_or_default()
     }
 
     /// Whether hierarchy nodes `x` and `y` have the same id: the same node

@@ -1152,7 +1152,10 @@ fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
     }
 }
 
-fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
+/// For every child of `children`: how many siblings its id predicate
+/// selects, its ordinal among them, and its position among same-kind
+/// siblings (both 0-based), as ids count them.
+fn all_sibling_counts(children: &[HNode]) -> Vec<SiblingCounts> {
     use std::collections::HashMap;
     // Per child: how many siblings its id predicate selects, and its
     // ordinal among them; and its position among same-named siblings.
@@ -1208,11 +1211,19 @@ fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
             }
         }
     }
+    (0..n)
+        .map(|i| (totals[i], ordinals[i], positions[i]))
+        .collect()
+}
+
+fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
+    let counts = all_sibling_counts(children);
     for (i, c) in children.iter_mut().enumerate() {
         let name = c.kind.name();
         let mut id = String::with_capacity(parent.len() + name.len() + 24);
         id.push_str(parent);
-        push_step(&mut id, c, totals[i], ordinals[i], positions[i]);
+        let (total, ordinal, position) = counts[i];
+        push_step(&mut id, c, total, ordinal, position);
         if !budget.ids(id.len() as u64) {
             return;
         }
@@ -1272,10 +1283,61 @@ pub fn id_at(h: &Hierarchy, path: &[usize]) -> Option<String> {
     Some(id)
 }
 
+/// A node's id counts among its siblings: how many its predicate selects,
+/// its ordinal among them, its position among same-kind siblings.
+type SiblingCounts = (usize, usize, usize);
+
+/// [`id_at`] for many nodes of one hierarchy: the sibling counts of a long
+/// sibling list are worked out once and kept, so deriving the ids of all
+/// of a list's children costs linear, not quadratic, time (a page whose
+/// thousands of rows all change).
+#[derive(Debug, Clone)]
+pub struct IdsAt<'h> {
+    h: &'h Hierarchy,
+    /// Counts per sibling list longer than [`IdsAt::SHORT`], by the
+    /// address of its first node.
+    counts: std::cell::RefCell<std::collections::HashMap<usize, Vec<SiblingCounts>>>,
+}
+
+impl<'h> IdsAt<'h> {
+    /// Lists up to this long are counted for each node asked (cheaper than
+    /// keeping them).
+    const SHORT: usize = 16;
+
+    /// A deriver for the ids of `h`.
+    pub fn new(h: &'h Hierarchy) -> IdsAt<'h> {
+        IdsAt {
+            h,
+            counts: Default::default(),
+        }
+    }
+
+    /// The id of the node at `path` (see [`id_at`]).
+    pub fn id_at(&self, path: &[usize]) -> Option<String> {
+        let mut id = String::from("/page");
+        let mut siblings = self.h.children.as_slice();
+        for &i in path {
+            let c = siblings.get(i)?;
+            let (total, ordinal, position) = if siblings.len() <= Self::SHORT {
+                sibling_counts(siblings, i)
+            } else {
+                let mut kept = self.counts.borrow_mut();
+                let list = kept
+                    .entry(siblings.as_ptr() as usize)
+                    .or_insert_with(|| all_sibling_counts(siblings));
+                list.get(i).copied()?
+            };
+            push_step(&mut id, c, total, ordinal, position);
+            siblings = &c.children;
+        }
+        Some(id)
+    }
+}
+
 /// For child `i` of `children`, what [`assign_children`] counts: how many
 /// siblings its id predicate selects, its ordinal among them, and its
 /// position among same-kind siblings (both 0-based).
-fn sibling_counts(children: &[HNode], i: usize) -> (usize, usize, usize) {
+fn sibling_counts(children: &[HNode], i: usize) -> SiblingCounts {
     let (mut total, mut ordinal, mut position) = (0, 0, 0);
     let Some(c) = children.get(i) else {
         return (total, ordinal, position);
@@ -1343,21 +1405,30 @@ pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
 mod tests {
     use super::*;
 
-    /// Every node's id as [`id_at`] derives it alone equals the one
-    /// [`assign_ids`] gave it.
+    /// Every node's id as [`id_at`] derives it alone, and as [`IdsAt`]
+    /// derives it with its kept counts, equals the one [`assign_ids`] gave
+    /// it.
     fn assert_ids_at(h: &Hierarchy) -> usize {
-        fn walk(h: &Hierarchy, nodes: &[HNode], path: &mut Vec<usize>, seen: &mut usize) {
+        fn walk(
+            h: &Hierarchy,
+            ids: &IdsAt<'_>,
+            nodes: &[HNode],
+            path: &mut Vec<usize>,
+            seen: &mut usize,
+        ) {
             for (i, n) in nodes.iter().enumerate() {
                 path.push(i);
                 assert_eq!(id_at(h, path).as_deref(), Some(n.xpath.as_str()));
+                assert_eq!(ids.id_at(path).as_deref(), Some(n.xpath.as_str()));
                 *seen += 1;
-                walk(h, &n.children, path, seen);
+                walk(h, ids, &n.children, path, seen);
                 path.pop();
             }
         }
         assert_eq!(id_at(h, &[]).as_deref(), Some("/page"));
         let mut seen = 0;
-        walk(h, &h.children, &mut Vec::new(), &mut seen);
+        let ids = IdsAt::new(h);
+        walk(h, &ids, &h.children, &mut Vec::new(), &mut seen);
         seen
     }
 
