@@ -286,6 +286,13 @@ impl Hierarchy {
         Ok(h)
     }
 
+    /// Whether the nodes hold their ids (`xpath`): false for a hierarchy
+    /// built or read back without them ([`build_within_without_ids`],
+    /// [`packed::unpack_without_ids`]) until [`assign_ids`] fills them.
+    pub fn has_ids(&self) -> bool {
+        self.children.first().is_none_or(|c| !c.xpath.is_empty())
+    }
+
     /// Total number of nodes, the root included.
     pub fn size(&self) -> usize {
         1 + self.children.iter().map(HNode::size).sum::<usize>()
@@ -301,37 +308,76 @@ pub fn build(dom: &Dom, url: Option<&str>) -> Hierarchy {
 /// and ids to `budget`. Once the budget is exceeded the result is cut
 /// short and is not the page: the caller must check the budget and fail.
 pub fn build_within(dom: &Dom, url: Option<&str>, budget: &Budget) -> Hierarchy {
+    build_page(dom, url, None, budget, Ids::Assign)
+}
+
+/// [`build_within`] leaving every node's `xpath` empty: the ids' bytes
+/// are charged to `budget` all the same, but no id is written. For a
+/// check, which derives the few ids it reports ([`IdsAt`]) and stores
+/// the hierarchy without them; [`assign_ids`] fills them when wanted.
+pub fn build_within_without_ids(dom: &Dom, url: Option<&str>, budget: &Budget) -> Hierarchy {
+    build_page(dom, url, None, budget, Ids::Charge)
+}
+
+/// Whether a build writes the ids or only charges their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ids {
+    Assign,
+    Charge,
+}
+
+/// The hierarchy of the whole page (`roots` `None`) or of the parts
+/// under `roots` (see [`build_parts`]).
+fn build_page(
+    dom: &Dom,
+    url: Option<&str>,
+    roots: Option<&[NodeId]>,
+    budget: &Budget,
+    ids: Ids,
+) -> Hierarchy {
     let head = Head::read(dom);
     let style = decimal_style_for_lang(head.lang.as_deref());
     let mut b = Builder::new(dom, style, budget);
-    let body = dom.child_element(DOCUMENT, "html").and_then(|html| {
-        dom.child_element(html, "body")
-            .or(dom.child_element(html, "frameset"))
-    });
     let mut children = Vec::new();
-    if let Some(k) = head.keywords {
-        let mut n = HNode::new(Kind::Keywords);
-        n.text = Some(k);
-        children.push(n);
+    match roots {
+        Some(roots) => {
+            for &root in roots {
+                let mut c = Collector::default();
+                b.element(root, &mut c);
+                children.extend(b.assemble(c.finish()));
+            }
+        }
+        None => {
+            let body = dom.child_element(DOCUMENT, "html").and_then(|html| {
+                dom.child_element(html, "body")
+                    .or(dom.child_element(html, "frameset"))
+            });
+            if let Some(k) = head.keywords {
+                let mut n = HNode::new(Kind::Keywords);
+                n.text = Some(k);
+                children.push(n);
+            }
+            if let Some(d) = data::build(dom, head.title.as_deref(), style, budget) {
+                children.push(d);
+            }
+            if let Some(body) = body {
+                let mut c = Collector::default();
+                b.collect(body, &mut c);
+                children.extend(b.assemble(c.finish()));
+            }
+        }
     }
-    if let Some(d) = data::build(dom, head.title.as_deref(), style, budget) {
-        children.push(d);
-    }
-    if let Some(body) = body {
-        let mut c = Collector::default();
-        b.collect(body, &mut c);
-        children.extend(b.assemble(c.finish()));
-    }
-    finish(head.title, head.lang, url, children, budget)
+    finish(head.title, head.lang, url, children, budget, ids)
 }
 
-/// Caps the depth, charges the nodes and assigns the ids.
+/// Caps the depth, charges the nodes and assigns (or charges) the ids.
 fn finish(
     title: Option<String>,
     lang: Option<String>,
     url: Option<&str>,
     mut children: Vec<HNode>,
     budget: &Budget,
+    ids: Ids,
 ) -> Hierarchy {
     cap_depth(&mut children, 1);
     let mut h = Hierarchy {
@@ -342,7 +388,10 @@ fn finish(
     };
     let (nodes, bytes) = weigh(&h.children);
     if budget.settle_nodes(nodes, bytes) {
-        assign_ids_within(&mut h, budget);
+        match ids {
+            Ids::Assign => assign_ids_within(&mut h, budget),
+            Ids::Charge => charge_ids_within(&h, budget),
+        }
     }
     budget.cpu_now();
     h
@@ -383,16 +432,17 @@ pub fn build_parts_within(
     roots: &[NodeId],
     budget: &Budget,
 ) -> Hierarchy {
-    let head = Head::read(dom);
-    let style = decimal_style_for_lang(head.lang.as_deref());
-    let mut b = Builder::new(dom, style, budget);
-    let mut children = Vec::new();
-    for &root in roots {
-        let mut c = Collector::default();
-        b.element(root, &mut c);
-        children.extend(b.assemble(c.finish()));
-    }
-    finish(head.title, head.lang, url, children, budget)
+    build_page(dom, url, Some(roots), budget, Ids::Assign)
+}
+
+/// [`build_parts_within`] without ids (see [`build_within_without_ids`]).
+pub fn build_parts_within_without_ids(
+    dom: &Dom,
+    url: Option<&str>,
+    roots: &[NodeId],
+    budget: &Budget,
+) -> Hierarchy {
+    build_page(dom, url, Some(roots), budget, Ids::Charge)
 }
 
 /// The page's `<title>` and language, as the hierarchy's root reads them,
@@ -1156,7 +1206,7 @@ fn id_keys(c: &HNode) -> (Option<IdKey<'_>>, Option<IdKey<'_>>) {
 /// selects, its ordinal among them, and its position among same-kind
 /// siblings (both 0-based), as ids count them.
 fn all_sibling_counts(children: &[HNode]) -> Vec<SiblingCounts> {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap as HashMap;
     // Per child: how many siblings its id predicate selects, and its
     // ordinal among them; and its position among same-named siblings.
     let n = children.len();
@@ -1187,14 +1237,14 @@ fn all_sibling_counts(children: &[HNode]) -> Vec<SiblingCounts> {
         }
     } else {
         let keys: Vec<_> = children.iter().map(id_keys).collect();
-        let mut by_key: HashMap<IdKey<'_>, usize> = HashMap::new();
+        let mut by_key: HashMap<IdKey<'_>, usize> = HashMap::default();
         for (own, also) in &keys {
             for k in own.iter().chain(also) {
                 *by_key.entry(*k).or_default() += 1;
             }
         }
-        let mut seen_kind: HashMap<Kind, usize> = HashMap::new();
-        let mut seen_key: HashMap<IdKey<'_>, usize> = HashMap::new();
+        let mut seen_kind: HashMap<Kind, usize> = HashMap::default();
+        let mut seen_key: HashMap<IdKey<'_>, usize> = HashMap::default();
         for (i, c) in children.iter().enumerate() {
             let p = seen_kind.entry(c.kind).or_default();
             positions[i] = *p;
@@ -1214,6 +1264,25 @@ fn all_sibling_counts(children: &[HNode]) -> Vec<SiblingCounts> {
     (0..n)
         .map(|i| (totals[i], ordinals[i], positions[i]))
         .collect()
+}
+
+/// Charges to `budget` the bytes [`assign_ids_within`] would write, without
+/// writing them: each id is its parent's plus one step, so only one step
+/// at a time is formatted (into `step`, reused), to the same byte.
+pub fn charge_ids_within(h: &Hierarchy, budget: &Budget) {
+    fn charge(parent: usize, children: &[HNode], step: &mut String, budget: &Budget) -> bool {
+        let counts = all_sibling_counts(children);
+        for (c, &(total, ordinal, position)) in children.iter().zip(&counts) {
+            step.clear();
+            push_step(step, c, total, ordinal, position);
+            let len = parent + step.len();
+            if !budget.ids(len as u64) || !charge(len, &c.children, step, budget) {
+                return false;
+            }
+        }
+        true
+    }
+    charge("/page".len(), &h.children, &mut String::new(), budget);
 }
 
 fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
@@ -1475,5 +1544,34 @@ mod tests {
         let h = Hierarchy::from_html(&html, None);
         assert!(assert_ids_at(&h) > 100);
         assert_eq!(id_at(&h, &[usize::MAX]), None);
+
+        // Built without ids, the same bytes are charged, none written; the
+        // ids assigned afterwards are the ones built with them.
+        let dom = Dom::parse(&html);
+        let (a, b) = (
+            Budget::new(PageLimits::unlimited()),
+            Budget::new(PageLimits::unlimited()),
+        );
+        let with = build_within(&dom, None, &a);
+        let mut without = build_within_without_ids(&dom, None, &b);
+        assert!(with.has_ids() && !without.has_ids());
+        assert!(a.costs().id_bytes > 10_000);
+        assert_eq!(a.costs().id_bytes, b.costs().id_bytes);
+        assign_ids(&mut without);
+        assert_eq!(with, without);
+        // And a limit on them fails the build the same way.
+        let tight = |id_bytes| PageLimits {
+            id_bytes,
+            ..PageLimits::unlimited()
+        };
+        let limit = a.costs().id_bytes - 1;
+        let (a, b) = (Budget::new(tight(limit)), Budget::new(tight(limit)));
+        build_within(&dom, None, &a);
+        build_within_without_ids(&dom, None, &b);
+        assert!(a.check().is_err() && b.check().is_err());
+        let (a, b) = (Budget::new(tight(limit + 1)), Budget::new(tight(limit + 1)));
+        build_within(&dom, None, &a);
+        build_within_without_ids(&dom, None, &b);
+        assert!(a.check().is_ok() && b.check().is_ok());
     }
 }

@@ -21,6 +21,10 @@
 //! - digits of other scripts (Arabic-Indic, fullwidth, ...): the locales that
 //!   use them also use other separators (`٫`, `٬`), which are not handled.
 
+use std::borrow::Cow;
+
+use smallvec::SmallVec;
+
 /// How a locale writes the decimal separator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecimalStyle {
@@ -255,9 +259,11 @@ impl Sep {
 
 /// Splits digits-and-separators into the integer digits (ungrouped) and the
 /// fraction digits, deciding which separator, if any, is the decimal one.
-fn split_core(core: &str, style: DecimalStyle) -> Option<(String, &str)> {
-    let mut runs = Vec::new();
-    let mut seps = Vec::new();
+fn split_core(core: &str, style: DecimalStyle) -> Option<(Cow<'_, str>, &str)> {
+    // Inline room for the groups of any everyday number (a number of
+    // more groups spills to the heap and reads the same).
+    let mut runs: SmallVec<[&str; 8]> = SmallVec::new();
+    let mut seps: SmallVec<[Sep; 8]> = SmallVec::new();
     let mut start = 0;
     for (i, c) in core.char_indices() {
         if !c.is_ascii_digit() {
@@ -272,7 +278,7 @@ fn split_core(core: &str, style: DecimalStyle) -> Option<(String, &str)> {
         // The only gap allowed is a missing integer part: `.5`, `,5`.
         return match (runs.as_slice(), seps.as_slice()) {
             (["", frac], [Sep::Point | Sep::Comma]) if !frac.is_empty() => {
-                Some((String::new(), frac))
+                Some((Cow::Borrowed(""), frac))
             }
             _ => None,
         };
@@ -284,7 +290,14 @@ fn split_core(core: &str, style: DecimalStyle) -> Option<(String, &str)> {
     } else {
         (runs.as_slice(), seps.as_slice(), "")
     };
-    valid_grouping(int_runs, int_seps).then(|| (int_runs.concat(), frac))
+    if !valid_grouping(int_runs, int_seps) {
+        return None;
+    }
+    let int = match int_runs {
+        [one] => Cow::Borrowed(*one),
+        _ => Cow::Owned(int_runs.concat()),
+    };
+    Some((int, frac))
 }
 
 /// Whether the last separator is the decimal one (it is the only candidate).

@@ -573,7 +573,10 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let mut rows: Vec<HNode> = Vec::new();
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
-        let mut key: Vec<String> = Vec::new();
+        // The key's parts joined as they come; `last` is where the last
+        // part starts.
+        let mut key = String::new();
+        let mut last: Option<usize> = None;
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
             if j < key_cols
@@ -581,8 +584,12 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
             {
                 // A rowspan copies a row header into every row it covers,
                 // so each row carries its whole key.
-                if !t.is_empty() && key.last() != Some(t) {
-                    key.push(t.clone());
+                if !t.is_empty() && last.is_none_or(|at| key[at..] != **t) {
+                    if last.is_some() {
+                        key.push_str(KEY_SEPARATOR);
+                    }
+                    last = Some(key.len());
+                    key.push_str(t);
                 }
                 continue;
             }
@@ -606,8 +613,8 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
                 row.children.push(n);
             }
         }
-        if !key.is_empty() {
-            row.key = Some(key.join(KEY_SEPARATOR));
+        if last.is_some() {
+            row.key = Some(key);
         }
         if row.key.is_some() || !row.children.is_empty() {
             rows.push(row);
@@ -711,6 +718,16 @@ fn row_header_columns(
 /// ..., then `x` again many times) cost one probe per suffix in all, not
 /// one per suffix per duplicate.
 pub(crate) fn make_unique(v: &mut [String]) {
+    // Most lists (a table's row keys, its column headers) are unique
+    // already: find that out without copying a value.
+    let mut distinct: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    if v.iter()
+        .filter(|s| !s.is_empty())
+        .all(|s| distinct.insert(s.as_str()))
+    {
+        return;
+    }
+    drop(distinct);
     let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
     // Per value: how often it was seen, and the next suffix to try.
     let mut seen: HashMap<String, (usize, usize)> = HashMap::new();

@@ -9,13 +9,16 @@
 //! measurements mean, and when they raise an event, is
 //! [`super::layout`]'s business.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::config::{ExtractSpec, Watch};
 use crate::extract::{self, region::Wrapper, vocabulary};
 use crate::hierarchy::number::decimal_style_for_lang;
 use crate::hierarchy::{
-    HNode, Hierarchy, Kind, assign_ids_within, build_parts_within, build_within, weigh,
+    HNode, Hierarchy, Kind, assign_ids_within, build_parts_within, build_parts_within_without_ids,
+    build_within, build_within_without_ids, charge_ids_within, weigh,
 };
 use crate::page::budget::{Budget, Exceeded};
 use crate::page::dom::Dom;
@@ -87,20 +90,38 @@ pub fn build_page(
         Some((index, t.drift(&features.sequence).clamp(0.0, 1.0)))
     });
     let has_extract = watch.clips.values().any(|c| c.extract.is_some());
+    // The ids are charged to the budget but written only for an ignore
+    // list, which is resolved over them: the rest of a check derives the
+    // few ids it reports, and the store keeps the hierarchy without them.
+    let with_ids = !watch.ignore.is_empty();
+    let whole = |budget| {
+        if with_ids {
+            build_within(&dom, url, budget)
+        } else {
+            build_within_without_ids(&dom, url, budget)
+        }
+    };
+    let parts = |roots: &[_], budget| {
+        if with_ids {
+            build_parts_within(&dom, url, roots, budget)
+        } else {
+            build_parts_within_without_ids(&dom, url, roots, budget)
+        }
+    };
     let mut hierarchy = if watch.data_only && !has_extract {
         if template_drift.is_some() {
-            build_parts_within(&dom, url, &data_roots, budget)
+            parts(&data_roots, budget)
         } else {
             // No template learned yet: compare the whole page rather than
             // nothing.
-            build_within(&dom, url, budget)
+            whole(budget)
         }
     } else if watch.data_only {
-        let mut h = build_parts_within(&dom, url, &[], budget);
+        let mut h = parts(&[], budget);
         h.children.clear();
         h
     } else {
-        build_within(&dom, url, budget)
+        whole(budget)
     };
     budget.check()?;
     let style = decimal_style_for_lang(hierarchy.lang.as_deref());
@@ -166,7 +187,11 @@ pub fn build_page(
     if !extracted.is_empty() {
         // The ids are made again, so their bytes are counted again.
         budget.forget_ids();
-        assign_ids_within(&mut hierarchy, budget);
+        if with_ids {
+            assign_ids_within(&mut hierarchy, budget);
+        } else {
+            charge_ids_within(&hierarchy, budget);
+        }
     }
     budget.check()?;
     let labels = label_paths(&hierarchy);
@@ -211,19 +236,14 @@ fn maximal_elements(tree: &PageTree, nodes: &[usize]) -> Vec<crate::page::dom::N
 /// so rows and headlines coming and going do not count as drift. Hashes
 /// are BLAKE3 (stable across versions and platforms: they are stored).
 pub fn label_paths(h: &Hierarchy) -> Vec<u64> {
-    fn segment(n: &HNode) -> String {
-        let mut s = n.kind.name().to_owned();
-        let label = match n.kind {
-            Kind::Table => n.label.as_deref(),
-            Kind::Cell => n.col.as_deref(),
-            _ => None,
-        };
+    fn segment(kind: Kind, label: Option<&str>, clip: Option<&str>) -> String {
+        let mut s = kind.name().to_owned();
         if let Some(l) = label {
             s.push_str("[@");
             s.push_str(l);
             s.push(']');
         }
-        if let Some(c) = n.attr("clip") {
+        if let Some(c) = clip {
             s.push_str("[clip=");
             s.push_str(c);
             s.push(']');
@@ -238,14 +258,35 @@ pub fn label_paths(h: &Hierarchy) -> Vec<u64> {
         out.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
         out
     }
-    let mut out = BTreeSet::new();
+    // A path's hash depends only on its parent's and on the node's segment,
+    // and a table's rows (its cells column by column) share both: each
+    // distinct pair is hashed once, so a table of thousands of cells costs
+    // a few BLAKE3 calls, not one per cell.
+    type Step<'a> = ([u8; 8], Kind, Option<&'a str>, Option<&'a str>);
+    let mut known: FxHashMap<Step<'_>, [u8; 8]> = FxHashMap::default();
+    let mut out = Vec::new();
     // Depth-first with an explicit stack: a hostile page's depth is
     // bounded by its budget, not by the thread's stack.
     let mut stack: Vec<(&HNode, [u8; 8])> = h.children.iter().map(|c| (c, [0u8; 8])).collect();
     while let Some((node, parent)) = stack.pop() {
-        let hash = chain(&parent, &segment(node));
-        out.insert(u64::from_le_bytes(hash));
+        let label = match node.kind {
+            Kind::Table => node.label.as_deref(),
+            Kind::Cell => node.col.as_deref(),
+            _ => None,
+        };
+        let step = (parent, node.kind, label, node.attr("clip"));
+        let hash = match known.get(&step) {
+            Some(hash) => *hash,
+            None => {
+                let hash = chain(&parent, &segment(node.kind, label, step.3));
+                known.insert(step, hash);
+                out.push(u64::from_le_bytes(hash));
+                hash
+            }
+        };
         stack.extend(node.children.iter().map(|c| (c, hash)));
     }
-    out.into_iter().collect()
+    out.sort_unstable();
+    out.dedup();
+    out
 }

@@ -39,7 +39,7 @@ use std::cell::OnceCell;
 
 use crate::VOCABULARY_VERSION;
 use crate::hierarchy::write::{XmlOptions, to_xml};
-use crate::hierarchy::{HNode, Hierarchy};
+use crate::hierarchy::{HNode, Hierarchy, IdsAt, assign_ids};
 
 use super::{HierarchyDoc, XPathError};
 
@@ -58,6 +58,8 @@ enum What<'h> {
 struct Entry<'h> {
     what: What<'h>,
     parent: usize,
+    /// Index among its parent's children.
+    child: usize,
     /// One past the last entry of this entry's subtree.
     end: usize,
 }
@@ -66,6 +68,8 @@ struct Entry<'h> {
 pub struct Flat<'h> {
     h: &'h Hierarchy,
     entries: Vec<Entry<'h>>,
+    /// Derives the ids of a hierarchy built or read without them.
+    ids: Option<IdsAt<'h>>,
 }
 
 /// One node an expression selects.
@@ -84,23 +88,39 @@ impl<'h> Flat<'h> {
         entries.push(Entry {
             what: What::Document,
             parent: 0,
+            child: 0,
             end: 0,
         });
         entries.push(Entry {
             what: What::Page,
             parent: 0,
+            child: 0,
             end: 0,
         });
-        // Iterative pre-order walk: (node, its parent's index).
-        let mut stack: Vec<(&HNode, usize)> = h.children.iter().rev().map(|c| (c, 1)).collect();
-        while let Some((n, parent)) = stack.pop() {
+        // Iterative pre-order walk: (node, its parent's index, its index
+        // among its siblings).
+        let mut stack: Vec<(&HNode, usize, usize)> = h
+            .children
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(k, c)| (c, 1, k))
+            .collect();
+        while let Some((n, parent, child)) = stack.pop() {
             let index = entries.len();
             entries.push(Entry {
                 what: What::Node(n),
                 parent,
+                child,
                 end: 0,
             });
-            stack.extend(n.children.iter().rev().map(|c| (c, index)));
+            stack.extend(
+                n.children
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(k, c)| (c, index, k)),
+            );
         }
         // Subtree ends: a node's subtree runs until the next entry whose
         // parent chain does not include it. Computed backwards: each end is
@@ -118,7 +138,8 @@ impl<'h> Flat<'h> {
                 }
             }
         }
-        Flat { h, entries }
+        let ids = (!h.has_ids()).then(|| IdsAt::new(h));
+        Flat { h, entries, ids }
     }
 
     fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
@@ -176,6 +197,11 @@ impl<'h> Flat<'h> {
     /// The nodes `expr` selects, in document order; `None` when `expr` is
     /// not one of the forms answered natively.
     pub fn select(&self, expr: &str) -> Option<Vec<Hit>> {
+        // Without ids, a predicate on them is left to libxml2 (which is
+        // given the XML with ids written).
+        if self.ids.is_some() && expr.contains("xpath") {
+            return None;
+        }
         let path = parse(expr)?;
         let mut context = vec![0usize];
         for step in &path.steps {
@@ -229,13 +255,30 @@ impl<'h> Flat<'h> {
     /// The id of a hit, as libxml2's evaluation reports it.
     pub fn id(&self, hit: &Hit) -> String {
         match hit {
-            Hit::Element(i) => self.element_id(*i).to_owned(),
+            Hit::Element(i) => self.element_id(*i),
             Hit::Attribute(i, name) => format!("{}/@{name}", self.element_id(*i)),
         }
     }
 
-    fn element_id(&self, i: usize) -> &str {
-        self.attribute(i, "xpath").unwrap_or("")
+    /// Entry `i`'s id: the one its node holds, or derived for it alone
+    /// when the hierarchy has none.
+    fn element_id(&self, i: usize) -> String {
+        let Some(ids) = &self.ids else {
+            return self.attribute(i, "xpath").unwrap_or("").to_owned();
+        };
+        let mut path = Vec::new();
+        let mut at = i;
+        while at > 1 {
+            let Some(e) = self.entries.get(at) else { break };
+            path.push(e.child);
+            at = e.parent;
+        }
+        if at == 0 {
+            // The document node: it has no id.
+            return String::new();
+        }
+        path.reverse();
+        ids.id_at(&path).unwrap_or_default()
     }
 
     /// The number a threshold reads from a hit: an attribute's value, an
@@ -521,7 +564,15 @@ impl<'h> Evaluator<'h> {
         if let Some(doc) = self.doc.get() {
             return Ok(doc);
         }
-        let doc = HierarchyDoc::parse(&to_xml(self.h, XmlOptions::default()))?;
+        let xml = if self.h.has_ids() {
+            to_xml(self.h, XmlOptions::default())
+        } else {
+            // libxml2 answers over the XML semclip publishes: ids written.
+            let mut h = self.h.clone();
+            assign_ids(&mut h);
+            to_xml(&h, XmlOptions::default())
+        };
+        let doc = HierarchyDoc::parse(&xml)?;
         Ok(self.doc.get_or_init(|| doc))
     }
 
@@ -627,6 +678,67 @@ mod tests {
             };
             let libxml: Vec<String> = nodes.into_iter().filter_map(|n| n.id).collect();
             assert_eq!(native, libxml, "{expr}");
+        }
+    }
+
+    #[test]
+    fn a_hierarchy_without_ids_gives_the_same_answers_and_ids() {
+        let with = page();
+        let mut without = with.clone();
+        fn clear(nodes: &mut [HNode]) {
+            for n in nodes {
+                n.xpath.clear();
+                clear(&mut n.children);
+            }
+        }
+        clear(&mut without.children);
+        assert!(with.has_ids() && !without.has_ids());
+        let (a, b) = (Evaluator::new(&with), Evaluator::new(&without));
+        let mut exprs: Vec<String> = vec![
+            "/page".into(),
+            "/page/@label".into(),
+            "//section[@label='Board']".into(),
+            "//row[@key='GAZP']/cell[@col='Last']/@num".into(),
+            "//cell[2]".into(),
+            "//*[@col='Change'][1]".into(),
+            "/page/*".into(),
+        ];
+        fn ids(n: &HNode, out: &mut Vec<String>) {
+            out.push(n.xpath.clone());
+            for c in &n.children {
+                ids(c, out);
+            }
+        }
+        for c in &with.children {
+            ids(c, &mut exprs);
+        }
+        for expr in &exprs {
+            let of = |ev: &Evaluator<'_>| -> Option<Vec<String>> {
+                let hits = ev.flat().select(expr)?;
+                Some(hits.iter().map(|hit| ev.flat().id(hit)).collect())
+            };
+            let want = of(&a).unwrap_or_else(|| panic!("declined {expr}"));
+            assert!(!want.is_empty(), "{expr}");
+            if expr.contains("xpath") {
+                // Left to libxml2, over the XML with the ids written.
+                assert_eq!(of(&b), None, "{expr}");
+            } else {
+                assert_eq!(of(&b).as_ref(), Some(&want), "{expr}");
+            }
+            assert!(a.selects(expr) && b.selects(expr), "{expr}");
+        }
+        // The ids themselves: every id selects its node on either side, the
+        // id-less side through libxml2 on the XML written with ids.
+        let doc = b.doc().unwrap_or_else(|e| panic!("{e}"));
+        for c in &with.children {
+            let Ok(XPathValue::Nodes(nodes)) = doc.evaluate(&format!(
+                "//*[@xpath={}]",
+                crate::hierarchy::xpath_literal(&c.xpath)
+            )) else {
+                panic!("no node-set for {}", c.xpath);
+            };
+            let got: Vec<String> = nodes.into_iter().filter_map(|n| n.id).collect();
+            assert_eq!(got, vec![c.xpath.clone()]);
         }
     }
 }
