@@ -45,21 +45,26 @@ pub async fn run(args: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     let stores = daemon::open_store(&daemon_cfg)?;
     let engine = Arc::new(Engine::new(Arc::clone(&daemon_cfg), Arc::clone(&stores)));
     let now = SystemTime::now();
+    // A task is spawned only when fewer than `concurrency` run, so at most
+    // that many checks exist at a time: a check's future is large (fetch,
+    // decode and store states), and 10,000 of them spawned up front held
+    // about 150 MB before the first one ran.
+    let concurrency = daemon_cfg.limits.concurrency.max(1);
     let mut tasks = tokio::task::JoinSet::new();
-    let slots = Arc::new(tokio::sync::Semaphore::new(
-        daemon_cfg.limits.concurrency.max(1),
-    ));
+    let mut reports = Vec::new();
     for (i, watch) in selected.iter().enumerate() {
+        while tasks.len() >= concurrency {
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let (i, report) = joined.context("a check task failed")?;
+            reports.push((i, report?));
+        }
         let engine = Arc::clone(&engine);
         let watch = Arc::clone(watch);
-        let slots = Arc::clone(&slots);
         let dry_run = args.dry_run;
-        tasks.spawn(async move {
-            let _permit = slots.acquire_owned().await;
-            (i, check::check(&engine, &watch, now, None, dry_run).await)
-        });
+        tasks.spawn(async move { (i, check::check(&engine, &watch, now, None, dry_run).await) });
     }
-    let mut reports = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         let (i, report) = joined.context("a check task failed")?;
         reports.push((i, report?));

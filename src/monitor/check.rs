@@ -2,11 +2,13 @@
 //! changed) semantic diff and snapshot -> thresholds -> alerts queued, all
 //! recorded in one store transaction.
 //!
-//! Fetching is async; decoding, building the hierarchy, diffing and XPath
-//! run on a blocking thread (the DOM and libxml2 types are not `Send`), as do
-//! the SQLite calls. A check never panics on a page: every failure becomes
-//! the watch's `last_error`, and after `alert_after` consecutive failures one
-//! `failing` alert, then one `recovered` alert when a check succeeds again.
+//! Fetching is async; decoding, building the hierarchy, diffing, XPath and
+//! recording run on a worker thread ([`crate::monitor::workers`], one per
+//! CPU; the DOM and libxml2 types are not `Send`), the other SQLite calls
+//! on tokio's blocking threads. A check never panics on a page: every
+//! failure becomes the watch's `last_error`, and after `alert_after`
+//! consecutive failures one `failing` alert, then one `recovered` alert
+//! when a check succeeds again.
 //!
 //! Thresholds are evaluated when the data changed, or when the threshold
 //! settings changed since the last evaluation (on a 304 or an unchanged page
@@ -28,6 +30,7 @@ use crate::monitor::fingerprint;
 use crate::monitor::layout::{self, LayoutState};
 use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
+use crate::monitor::workers::{WorkerPanicked, Workers};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
@@ -51,6 +54,9 @@ pub struct Engine {
     pub limiter: HostLimiter,
     /// The daemon settings.
     pub daemon: Arc<DaemonConfig>,
+    /// The threads that run the checks' blocking parts, one per CPU
+    /// (see [`crate::monitor::workers`]).
+    pub workers: Workers,
 }
 
 impl Engine {
@@ -61,6 +67,7 @@ impl Engine {
             clients: Clients::new(Arc::new(daemon.fence())),
             limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
             daemon,
+            workers: Workers::per_cpu(),
         }
     }
 }
@@ -78,15 +85,15 @@ pub enum CheckError {
         #[source]
         source: PoolError,
     },
-    /// The blocking thread that builds, compares and records the page
-    /// panicked or was cancelled.
+    /// The worker thread that builds, compares and records the page
+    /// panicked.
     #[error("the check of watch `{watch}` stopped: its worker thread failed")]
     Worker {
         /// The watch.
         watch: String,
         /// Why the thread ended.
         #[source]
-        source: tokio::task::JoinError,
+        source: WorkerPanicked,
     },
 }
 
@@ -200,7 +207,7 @@ fn same_bytes(status: &WatchStatus, body: &str, watch: &Watch, current: Option<&
 /// id. `next_run` is stored as the watch's next run. A dry run writes
 /// nothing and queues nothing.
 ///
-/// The steps: read the stored state, fetch, then on a blocking thread
+/// The steps: read the stored state, fetch, then on a worker thread
 /// build the hierarchy, compare it, judge thresholds and layout, raise
 /// alerts and record it all (`Work::judge`, `Work::record`).
 pub async fn check(
@@ -241,12 +248,12 @@ async fn checked(
         limits: engine.daemon.limits.page,
     };
     let stores = Arc::clone(&engine.stores);
-    // Events on the blocking thread belong to this check's span too.
+    // Events on the worker thread belong to this check's span too.
     let span = tracing::Span::current();
-    let recorded = tokio::task::spawn_blocking(move || {
-        span.in_scope(|| stores.with(|store| pending.judge_and_record(store)))
-    })
-    .await;
+    let recorded = engine
+        .workers
+        .run(move || span.in_scope(|| stores.with(|store| pending.judge_and_record(store))))
+        .await;
     match recorded {
         Ok(report) => report.map_err(|source| CheckError::store(&watch.id, source)),
         Err(source) => Err(CheckError::Worker {

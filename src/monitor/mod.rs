@@ -13,7 +13,9 @@
 //! - [`fingerprint`]: the settings a check's result depends on, hashed, so
 //!   that work already done is not done again;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
-//!   hysteresis.
+//!   hysteresis;
+//! - [`workers`]: the threads, one per CPU, that run the checks' blocking
+//!   parts.
 //!
 //! The daemon schedules checks and `semclip check` runs them once; neither
 //! lives here.
@@ -24,3 +26,4 @@ pub mod fingerprint;
 pub mod layout;
 pub mod threshold;
 pub mod watch_page;
+pub mod workers;

@@ -499,6 +499,39 @@ fn check_dry_run_records_and_sends_nothing() {
     assert!(store.outbox().unwrap().is_empty());
 }
 
+#[test]
+fn check_runs_more_watches_than_its_concurrency_each_once_reported_in_order() {
+    // `check` starts a watch's task only when fewer than
+    // `limits.concurrency` run: every watch is still checked once, and the
+    // report keeps the watches' order.
+    let site = Site::start("305,40");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let names = ["w1", "w2", "w3", "w4", "w5", "w6", "w7"];
+    let watches: Vec<(&str, String)> = names
+        .iter()
+        .map(|name| (*name, quotes_watch(&site.url("/quotes.html"), "log")))
+        .collect();
+    setup(dir, "limits: {concurrency: 2}\n", &watches);
+    let config = dir.join("semclip.yaml");
+    let args = ["check", "--dry-run", "--config", config.to_str().unwrap()];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reported: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    assert_eq!(reported, names, "{stdout}");
+    assert_eq!(
+        stdout.matches("would alert: gazp-high").count(),
+        names.len(),
+        "{stdout}"
+    );
+    assert_eq!(site.seen("/quotes.html").len(), names.len());
+}
+
 /// A runtime for the webhook receiver, alive as long as the test holds it.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
