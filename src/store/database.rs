@@ -98,7 +98,8 @@ fn url_scheme(text: &str) -> Option<&str> {
 /// password.
 #[derive(Clone)]
 pub struct PostgresUrl {
-    config: tokio_postgres::Config,
+    /// Boxed: it is large, and [`Database`] is mostly a path.
+    config: Box<tokio_postgres::Config>,
     shown: String,
 }
 
@@ -119,7 +120,7 @@ impl PostgresUrl {
             config.ssl_mode(SslMode::Disable);
         }
         Ok(PostgresUrl {
-            config,
+            config: Box::new(config),
             shown: url.to_owned(),
         })
     }

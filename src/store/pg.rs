@@ -363,7 +363,8 @@ pub(crate) fn migration(from: u32) -> Option<&'static str> {
 
 /// Takes the migration lock for the rest of the transaction.
 pub(crate) fn lock_migrations(db: Db<'_>) -> Result<(), DbError> {
-    db.query("SELECT pg_advisory_xact_lock(?1)", args![MIGRATION_LOCK])
+    // `execute`: the function returns `void`, which no row type reads.
+    db.execute("SELECT pg_advisory_xact_lock(?1)", args![MIGRATION_LOCK])
         .map(drop)
 }
 

@@ -378,10 +378,11 @@ impl PgSession<'_> {
     }
 
     async fn batch(&self, sql: &str) -> Result<(), DbError> {
-        Ok(match self {
+        match self {
             PgSession::Client(c) => c.batch_execute(sql).await?,
             PgSession::Tx(t) => t.batch_execute(sql).await?,
-        })
+        }
+        Ok(())
     }
 }
 

@@ -752,7 +752,7 @@ fn write_check_state(
         // Only for a watch the store knows (it has a snapshot).
         db.execute(
             "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
-             SELECT ?1, CAST(NULL AS BIGINT), CAST(?2 AS BIGINT), 'layout', CAST(?3 AS TEXT)
+             SELECT CAST(?1 AS TEXT), CAST(NULL AS BIGINT), CAST(?2 AS BIGINT), 'layout', CAST(?3 AS TEXT)
              WHERE EXISTS (SELECT 1 FROM watch WHERE id = ?1)",
             args![watch, at_ms, body],
         )?;

@@ -998,10 +998,7 @@ fn database_takes_a_path_or_a_postgres_url_and_refuses_other_urls() {
         let (_dir, loaded) = load(daemon);
         let diags = loaded.unwrap_err();
         let text: Vec<String> = diags.iter().map(ToString::to_string).collect();
-        assert!(
-            text.iter().any(|d| d.starts_with(says)),
-            "{daemon}: {text:#?}"
-        );
+        assert!(text.iter().any(|d| d.contains(says)), "{daemon}: {text:#?}");
         assert!(!text.iter().any(|d| d.contains("hunter2")), "{text:#?}");
     }
 }
