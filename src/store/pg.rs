@@ -50,7 +50,7 @@ use super::{APPLICATION, Found};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
-pub const MIGRATION_LOCK: i64 = 0x7365_6d63_6c69_70;
+pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
 
 /// The most connections a pool opens.
 pub const POOL_SIZE: usize = 8;

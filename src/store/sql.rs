@@ -500,8 +500,11 @@ mod tests {
         ]);
         assert_eq!(row.get::<bool>(0).ok(), Some(true));
         assert_eq!(row.get::<bool>(1).ok(), Some(false));
-        let err = row.get::<i64>(2).map(|_| ()).unwrap_err();
-        assert_eq!(err.to_string(), "column 2: expected an integer, found text");
+        let err = row.get::<i64>(2).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("column 2: expected an integer, found text")
+        );
         assert_eq!(row.get::<Option<i64>>(3).ok(), Some(None));
         assert!(row.get::<i64>(4).is_err());
     }
