@@ -12,7 +12,7 @@
 //! exits, however it exits, the pipe closes; the watchdog then runs
 //! `pg_ctl stop -m immediate` and removes the directory.
 //!
-//! **Binaries.** `$SEMCLIP_PG_BINDIR` if set; else the newest
+//! **Binaries.** `$SEMCLIP_PG_BINDIR` if set (and only there); else the newest
 //! `/usr/lib/postgresql/<version>/bin` (where Debian's `postgresql` package
 //! puts them, off `PATH`); else `pg_config --bindir`. When none has
 //! `initdb`, a test that needs PostgreSQL says so and returns, or fails
@@ -123,7 +123,8 @@ fn database_name(database: &Database) -> String {
 /// The directory holding `initdb` and friends, if installed.
 fn bindir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SEMCLIP_PG_BINDIR") {
-        return Some(PathBuf::from(dir));
+        let dir = PathBuf::from(dir);
+        return dir.join("initdb").is_file().then_some(dir);
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
