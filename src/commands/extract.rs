@@ -166,7 +166,7 @@ async fn load_template_set(config: &ConfigArgs, name: &str) -> anyhow::Result<Te
         .with_context(|| {
             format!(
                 "no template set `{name}` in {}: learn it with `semclip learn {name} PAGES...`",
-                loaded.daemon.database.display()
+                loaded.daemon.database
             )
         })?;
     serde_json::from_str(&body).with_context(|| format!("template set `{name}` is unreadable"))

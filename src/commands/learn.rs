@@ -187,8 +187,7 @@ pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcom
     writeln!(
         out,
         "stored as `{}` in {}",
-        args.name,
-        loaded.daemon.database.display()
+        args.name, loaded.daemon.database
     )?;
     Ok(if set.templates.is_empty() {
         Outcome::Negative

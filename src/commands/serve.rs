@@ -36,7 +36,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         None,
         local,
     );
-    tracing::info!(addr = %local, database = %daemon.database.display(), "serving");
+    tracing::info!(addr = %local, database = %daemon.database, "serving");
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
     crate::serve::serve(listener, server, shutdown_signal()).await?;
     tracing::info!("stopped");

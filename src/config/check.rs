@@ -19,10 +19,10 @@ use super::raw::{
 };
 use super::tree::{DOCUMENT, join};
 use super::{
-    AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, DemoConfig,
-    Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits, MAX_SECRET_FILE,
-    NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig, SmtpConfig,
-    SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, Database,
+    DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits,
+    MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig,
+    SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
@@ -486,8 +486,9 @@ fn state_directory() -> Option<PathBuf> {
 pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfig {
     DaemonConfig {
         path,
-        database: state_directory()
-            .map_or_else(|| base.join("semclip.db"), |d| d.join("semclip.db")),
+        database: Database::Sqlite(
+            state_directory().map_or_else(|| base.join("semclip.db"), |d| d.join("semclip.db")),
+        ),
         watches_dir: base.join("watches"),
         listen: None,
         server: ServerConfig::defaults(base),
@@ -557,13 +558,37 @@ pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> Daemon
     outcome
 }
 
+/// `database:` and `database_password:`: a path or a PostgreSQL URL, the
+/// password only with a URL.
+fn database(raw: &RawDaemon, c: &mut DaemonConfig, cx: &mut Ctx) {
+    if let Some(db) = &raw.database {
+        match Database::parse(&db.value, cx.dir) {
+            Ok(database) => c.database = database,
+            Err(message) => cx.err(db.at, "database", message),
+        }
+    }
+    let Some(password) = &raw.database_password else {
+        return;
+    };
+    let secret = cx.secret(password, "database_password");
+    match (&mut c.database, secret) {
+        (Database::Postgres(url), Some(secret)) => {
+            *url = url.clone().with_password(secret.expose());
+        }
+        (Database::Sqlite(_), _) => cx.err(
+            password.at,
+            "database_password",
+            "only a PostgreSQL database (database: postgres://...) takes a password",
+        ),
+        (Database::Postgres(_), None) => {}
+    }
+}
+
 fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     let root_at = raw.at;
     let raw = raw.value;
     let mut c = daemon_defaults(Some(cx.file.to_path_buf()), cx.dir);
-    if let Some(db) = &raw.database {
-        c.database = cx.path(&db.value);
-    }
+    database(&raw, &mut c, cx);
     let watches_at = raw.watches.as_ref().map_or(root_at, |w| w.at);
     if let Some(w) = &raw.watches {
         c.watches_dir = cx.path(&w.value);

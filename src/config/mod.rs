@@ -42,6 +42,8 @@ use url::Url;
 use crate::config::schedule::Schedule;
 pub use crate::page::budget::PageLimits;
 use crate::page::fence::{AllowHost, Fence};
+/// The `database:` setting (defined with the store, which opens it).
+pub use crate::store::Database;
 use crate::store::Retention;
 
 pub use raw::{daemon_schema, watch_schema};
@@ -78,8 +80,8 @@ impl fmt::Debug for Secret {
 pub struct DaemonConfig {
     /// The daemon file, `None` when the built-in defaults were used.
     pub path: Option<PathBuf>,
-    /// The SQLite store.
-    pub database: PathBuf,
+    /// The store: an SQLite file or a PostgreSQL database.
+    pub database: Database,
     /// The directory of watch files.
     pub watches_dir: PathBuf,
     /// The HTTP server's address; `None`: no server.

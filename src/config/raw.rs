@@ -284,8 +284,10 @@ impl JsonSchema for ByteSize {
 #[schemars(title = "semclip daemon file")]
 #[schemars(rename = "Daemon")]
 pub(crate) struct RawDaemon {
-    /// The SQLite store. Default: $STATE_DIRECTORY/semclip.db when STATE_DIRECTORY is set, else semclip.db next to this file.
+    /// The store: an SQLite file path, or a PostgreSQL URL (postgres://user@host/db, TLS with ?sslmode=require). Default: $STATE_DIRECTORY/semclip.db when STATE_DIRECTORY is set, else semclip.db next to this file.
     pub database: Option<Sp<String>>,
+    /// The PostgreSQL password, when `database` is a PostgreSQL URL: {env: NAME} or {file: PATH}, never in the URL.
+    pub database_password: Option<Sp<RawSecret>>,
     /// The directory of watch files (*.yaml, *.yml). Default: watches.
     pub watches: Option<Sp<String>>,
     /// The HTTP server's address, e.g. 127.0.0.1:8080. Without it `semclip run` serves nothing.

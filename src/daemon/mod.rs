@@ -120,7 +120,8 @@ pub fn notifiers(daemon: &DaemonConfig) -> anyhow::Result<HashMap<String, Notifi
 pub fn open_store(daemon: &DaemonConfig) -> anyhow::Result<Arc<StorePool>> {
     if let Some(parent) = daemon
         .database
-        .parent()
+        .sqlite_path()
+        .and_then(std::path::Path::parent)
         .filter(|p| !p.as_os_str().is_empty())
     {
         std::fs::create_dir_all(parent)
@@ -163,7 +164,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     let notifiers = Arc::new(notifiers(&daemon)?);
     let stored = stored_next_runs(&stores).await?;
     tracing::info!(
-        database = %daemon.database.display(),
+        database = %daemon.database,
         watches = watches.len(),
         dir = %daemon.watches_dir.display(),
         "semclip starting"

@@ -7,12 +7,21 @@
 //! for the "has anything changed?" test on every check), the history of
 //! snapshots and change events, and the state of every watch.
 //!
-//! The store is one SQLite file, used through `rusqlite` with SQLite bundled.
+//! The store is one SQLite file, used through `rusqlite` with SQLite bundled,
+//! or one PostgreSQL database ([`Database`]; the engine is in [`pg`]). Both
+//! engines sit behind the same synchronous [`Store`]: the code that decides
+//! (checks, thresholds, outbox, clip server) does not know which one it
+//! uses. Each query is written once (the common dialect of `sql.rs`) and split per
+//! engine only where the dialects differ (the schema, how a database is
+//! recognised and versioned). Everything below holds for both, except what
+//! is said to be SQLite's (WAL, `user_version`, the files beside the
+//! database); PostgreSQL's counterparts are described in [`pg`].
 //!
 //! # Guarantees
 //!
 //! - **Atomic writes.** [`Store::record`], [`Store::prune`] and
-//!   [`Store::remove_watch`] each run as one transaction (`BEGIN IMMEDIATE`):
+//!   [`Store::remove_watch`] each run as one transaction (SQLite:
+//!   `BEGIN IMMEDIATE`):
 //!   a crash at any point leaves either the previous state or the new one.
 //! - **Durable writes.** The file is in WAL mode with `synchronous = FULL`: once
 //!   a write has returned `Ok`, it survives a crash of the process *and* a
@@ -85,10 +94,16 @@ use crate::diff::Change;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+mod database;
 mod event;
+pub mod pg;
 pub mod pool;
+mod sql;
 mod state;
 pub mod time;
+
+pub use database::{Database, PostgresUrl};
+pub use sql::DbError;
 
 pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
 pub use state::{
@@ -96,7 +111,9 @@ pub use state::{
     UnknownLevel, WatchStatus,
 };
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use pg::{PgConn, PgPool};
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use sql::{Db, Row, args};
 
 /// The schema version this build writes: the number of migrations it knows.
 pub const SCHEMA_VERSION: u32 = 6;
@@ -110,7 +127,7 @@ pub const MAX_XML_BYTES: usize = 256 * 1024 * 1024;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The value of the `application` key in the `meta` table of every store.
-const APPLICATION: &str = "semclip";
+pub(crate) const APPLICATION: &str = "semclip";
 
 /// The size, in bytes, to which the WAL file is cut back after a checkpoint,
 /// so that one large hierarchy does not leave a large file behind.
@@ -326,24 +343,27 @@ pub enum StoreError {
     Open {
         /// The database file.
         path: PathBuf,
-        /// SQLite's error.
+        /// The database's error.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// The file exists but is not an SQLite database.
     #[error("`{}` is not a semclip snapshot store (not an SQLite database)", path.display())]
     NotSqlite {
         /// The file.
         path: PathBuf,
-        /// SQLite's error.
+        /// The database's error.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
-    /// The file is an SQLite database of some other application.
-    #[error("`{}` is an SQLite database but not a semclip snapshot store", path.display())]
+    /// The database belongs to some other application.
+    #[error("`{}` is {what} but not a semclip snapshot store", path.display())]
     Foreign {
-        /// The file.
+        /// The file (or PostgreSQL URL).
         path: PathBuf,
+        /// What it is: "an SQLite database", "a PostgreSQL database with
+        /// other tables".
+        what: &'static str,
     },
     /// The store was written by a newer semclip, with a schema this build does
     /// not know.
@@ -369,9 +389,9 @@ pub enum StoreError {
         from: u32,
         /// The version the failed migration leads to.
         to: u32,
-        /// SQLite's error.
+        /// The database's error.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// The file could not be put in WAL mode (on a network file system, say).
     #[error("cannot put snapshot store `{}` in WAL mode (it stays in {mode} mode)", path.display())]
@@ -388,9 +408,9 @@ pub enum StoreError {
         watch: String,
         /// What was being done, as a verb phrase ("record a check of").
         action: &'static str,
-        /// SQLite's error.
+        /// The database's error.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// A query or write about the whole store failed.
     #[error("cannot {action} in snapshot store `{}`", path.display())]
@@ -399,9 +419,9 @@ pub enum StoreError {
         path: PathBuf,
         /// What was being done, as a verb phrase ("list watches").
         action: String,
-        /// SQLite's error.
+        /// The database's error.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// A stored snapshot does not decode: damaged compressed data, a wrong
     /// length, invalid UTF-8 or a timestamp out of range.
@@ -630,15 +650,24 @@ pub struct Pruned {
     pub changes: usize,
 }
 
-/// A snapshot store: one connection to one SQLite file.
+/// A snapshot store: one connection to one database, SQLite or PostgreSQL.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
+    engine: Engine,
+    /// The SQLite file, or the PostgreSQL URL (without password) as a path,
+    /// for messages.
     path: PathBuf,
 }
 
+/// The connection underneath.
+#[derive(Debug)]
+enum Engine {
+    Sqlite(Connection),
+    Postgres(PgConn),
+}
+
 /// What a file holds, as far as opening it is concerned.
-enum Found {
+pub(crate) enum Found {
     /// A semclip store at this schema version (0: an empty database).
     Version(u32),
     /// A newer semclip's store.
@@ -662,9 +691,30 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         })?;
         Store::set_up(conn, path.to_owned(), true)
+    }
+
+    /// Opens the store in `database`: [`Store::open`] for an SQLite file;
+    /// for PostgreSQL, one connection to the database (which must exist),
+    /// whose schema is created or migrated forward, or refused as for
+    /// SQLite. A PostgreSQL store must be used from a thread that is not
+    /// running an async task (see [`pg`]).
+    pub fn open_database(database: &Database) -> Result<Store, StoreError> {
+        match database {
+            Database::Sqlite(path) => Store::open(path),
+            Database::Postgres(url) => {
+                let label = PathBuf::from(url.to_string());
+                let conn = PgPool::new(url, 1)
+                    .and_then(|pool| pool.get())
+                    .map_err(|source| StoreError::Open {
+                        path: label.clone(),
+                        source,
+                    })?;
+                Store::set_up_postgres(conn, label)
+            }
+        }
     }
 
     /// Opens a new, empty store in memory (for tests and dry runs).
@@ -672,34 +722,55 @@ impl Store {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
             path: path.clone(),
-            source,
+            source: source.into(),
         })?;
         Store::set_up(conn, path, false)
     }
 
-    /// The database file (`:memory:` for an in-memory store).
+    /// The database file (`:memory:` for an in-memory store; the URL for
+    /// PostgreSQL).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Where queries outside a transaction run.
+    fn db(&self) -> Db<'_> {
+        match &self.engine {
+            Engine::Sqlite(conn) => Db::Sqlite(conn),
+            Engine::Postgres(conn) => conn.db(),
+        }
+    }
+
+    /// Runs `f` in one write transaction (SQLite: `BEGIN IMMEDIATE`),
+    /// committed if it returns `Ok`; `err` reports a failure to begin or
+    /// commit.
+    fn transaction<R>(
+        &mut self,
+        err: impl Fn(DbError) -> StoreError,
+        f: impl FnOnce(Db<'_>) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        match &mut self.engine {
+            Engine::Sqlite(conn) => {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| err(e.into()))?;
+                let r = f(Db::Sqlite(&tx))?;
+                tx.commit().map_err(|e| err(e.into()))?;
+                Ok(r)
+            }
+            Engine::Postgres(conn) => conn.transaction(err, f),
+        }
+    }
+
     fn set_up(conn: Connection, path: PathBuf, on_disk: bool) -> Result<Store, StoreError> {
-        let open_err = |source| StoreError::Open {
+        let open_err = |source: rusqlite::Error| StoreError::Open {
             path: path.clone(),
-            source,
+            source: source.into(),
         };
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // Look before writing anything: a file that is not ours stays as it was.
-        let version = match classify(&conn).map_err(|source| read_error(&path, source))? {
-            Found::Foreign => return Err(StoreError::Foreign { path }),
-            Found::TooNew(found) => {
-                return Err(StoreError::TooNew {
-                    path,
-                    found,
-                    supported: SCHEMA_VERSION,
-                });
-            }
-            Found::Version(version) => version,
-        };
+        let found = classify_sqlite(&conn).map_err(|source| read_error(&path, source.into()))?;
+        let version = found_version(found, &path, SQLITE_FOREIGN)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
@@ -716,7 +787,10 @@ impl Store {
                 .map_err(open_err)?;
         }
 
-        let mut store = Store { conn, path };
+        let mut store = Store {
+            engine: Engine::Sqlite(conn),
+            path,
+        };
         // An up-to-date store is opened without taking the write lock.
         if version < SCHEMA_VERSION {
             store.migrate()?;
@@ -724,66 +798,110 @@ impl Store {
         Ok(store)
     }
 
+    /// Checks (and creates or migrates) the store behind a new PostgreSQL
+    /// connection.
+    pub(crate) fn set_up_postgres(conn: PgConn, path: PathBuf) -> Result<Store, StoreError> {
+        let found = pg::classify(conn.db()).map_err(|source| read_error(&path, source))?;
+        let version = found_version(found, &path, POSTGRES_FOREIGN)?;
+        let mut store = Store {
+            engine: Engine::Postgres(conn),
+            path,
+        };
+        if version < pg::SCHEMA_VERSION {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// A store on a connection of a pool whose database has been set up.
+    pub(crate) fn on_postgres(conn: PgConn, path: PathBuf) -> Store {
+        Store {
+            engine: Engine::Postgres(conn),
+            path,
+        }
+    }
+
     /// Applies the missing migrations, each in its own write transaction that
-    /// looks at the file again, so two processes opening an old store at once
-    /// each apply a migration at most once.
+    /// looks at the database again (PostgreSQL: under an advisory lock), so
+    /// two processes opening an old store at once each apply a migration at
+    /// most once.
     fn migrate(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let postgres = matches!(self.engine, Engine::Postgres(_));
+        let foreign = if postgres {
+            POSTGRES_FOREIGN
+        } else {
+            SQLITE_FOREIGN
+        };
         loop {
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|source| read_error(&self.path, source))?;
-            let from = match classify(&tx).map_err(|source| read_error(&self.path, source))? {
-                Found::Foreign => {
-                    return Err(StoreError::Foreign {
-                        path: self.path.clone(),
-                    });
-                }
-                Found::TooNew(found) => {
-                    return Err(StoreError::TooNew {
-                        path: self.path.clone(),
-                        found,
-                        supported: SCHEMA_VERSION,
-                    });
-                }
-                Found::Version(version) => version,
-            };
-            let Some(script) = usize::try_from(from).ok().and_then(|i| MIGRATIONS.get(i)) else {
-                // Up to date; nothing was written, ending the transaction is all.
-                return tx.commit().map_err(|source| read_error(&self.path, source));
-            };
-            let to = from + 1;
-            let migrate_err = |source| StoreError::Migrate {
-                path: self.path.clone(),
-                from,
-                to,
-                source,
-            };
-            tx.execute_batch(script).map_err(migrate_err)?;
-            tx.pragma_update(None, "user_version", to)
-                .map_err(migrate_err)?;
-            tx.commit().map_err(migrate_err)?;
+            let done = self.transaction(
+                |source| read_error(&path, source),
+                |db| {
+                    let found = if postgres {
+                        pg::lock_migrations(db)
+                            .and_then(|()| pg::classify(db))
+                            .map_err(|source| read_error(&path, source))?
+                    } else {
+                        let Db::Sqlite(conn) = db else {
+                            return Err(StoreError::Foreign {
+                                path: path.clone(),
+                                what: foreign,
+                            });
+                        };
+                        classify_sqlite(conn).map_err(|source| read_error(&path, source.into()))?
+                    };
+                    let from = found_version(found, &path, foreign)?;
+                    let script = if postgres {
+                        pg::migration(from)
+                    } else {
+                        usize::try_from(from)
+                            .ok()
+                            .and_then(|i| MIGRATIONS.get(i))
+                            .copied()
+                    };
+                    // Up to date; nothing was written, ending the transaction is all.
+                    let Some(script) = script else {
+                        return Ok(true);
+                    };
+                    let to = from + 1;
+                    let migrate_err = |source| StoreError::Migrate {
+                        path: path.clone(),
+                        from,
+                        to,
+                        source,
+                    };
+                    db.batch(script).map_err(migrate_err)?;
+                    match db {
+                        Db::Sqlite(conn) => conn
+                            .pragma_update(None, "user_version", to)
+                            .map_err(|e| migrate_err(e.into()))?,
+                        Db::Postgres(..) => pg::set_version(db, to).map_err(migrate_err)?,
+                    }
+                    Ok(false)
+                },
+            )?;
+            if done {
+                return Ok(());
+            }
         }
     }
 
     /// The current snapshot's hash, or `None` for an unknown watch. Reads an
     /// index only: cheap enough to call on every check.
     pub fn current_hash(&self, watch: &str) -> Result<Option<String>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")
-            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
+        current_hash(self.db(), watch)
             .map_err(|source| watch_error(watch, "read the current hash of", source))
     }
 
     /// Every watch's current snapshot id, ordered by watch. Reads an index
     /// only: the clip server polls it to notice new snapshots.
     pub fn current_ids(&self) -> Result<Vec<(String, i64)>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT watch, max(id) FROM snapshot GROUP BY watch ORDER BY watch")
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
+        self.db()
+            .query_map(
+                "SELECT watch, max(id) FROM snapshot GROUP BY watch ORDER BY watch",
+                &[],
+                |mut row| Ok((row.get(0)?, row.get(1)?)),
+            )
             .map_err(|source| StoreError::Database {
                 path: self.path.clone(),
                 action: "read the current snapshot ids".to_owned(),
@@ -793,15 +911,15 @@ impl Store {
 
     /// The current snapshot's row, not decompressed.
     fn current_row(&self, watch: &str) -> Result<Option<SnapshotRow>, StoreError> {
-        self.conn
-            .prepare_cached(
+        self.db()
+            .query_opt(
                 "SELECT id, watch, hash, taken_at, size, xml, format FROM snapshot
                  WHERE watch = ?1 ORDER BY id DESC LIMIT 1",
+                args![watch],
             )
-            .and_then(|mut stmt| stmt.query_row([watch], SnapshotRow::from_row).optional())
+            .and_then(|row| row.map(SnapshotRow::from_row).transpose())
             .map_err(|source| watch_error(watch, "read the current snapshot of", source))
     }
-
     /// The current snapshot, decompressed, or `None` for an unknown watch.
     pub fn current(&self, watch: &str) -> Result<Option<Snapshot>, StoreError> {
         let row = self.current_row(watch)?;
@@ -851,11 +969,12 @@ impl Store {
     /// is none (never stored, pruned, or its watch removed).
     pub fn snapshot(&self, id: i64) -> Result<Option<Snapshot>, StoreError> {
         let row = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query_opt(
                 "SELECT id, watch, hash, taken_at, size, xml, format FROM snapshot WHERE id = ?1",
+                args![id],
             )
-            .and_then(|mut stmt| stmt.query_row([id], SnapshotRow::from_row).optional())
+            .and_then(|row| row.map(SnapshotRow::from_row).transpose())
             .map_err(|source| StoreError::Database {
                 path: self.path.clone(),
                 action: format!("read snapshot {id}"),
@@ -926,31 +1045,23 @@ impl Store {
         let compressed = body.compressed(watch)?;
         let at_ms = to_millis(at)?;
 
-        let err = |source| StoreError::Watch {
-            watch: watch.to_owned(),
-            action: "record a check of",
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let recorded = write_check(
-            &tx,
-            &CheckWrite {
-                watch,
-                hash,
-                compressed: &compressed,
-                format: body.format(),
-                size: body.bytes().len(),
-                at_ms,
-                events,
-                retention,
-            },
-        )
-        .map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(recorded)
+        let err = |source| watch_error(watch, "record a check of", source);
+        self.transaction(err, |db| {
+            write_check(
+                db,
+                &CheckWrite {
+                    watch,
+                    hash,
+                    compressed: &compressed,
+                    format: body.format(),
+                    size: body.bytes().len(),
+                    at_ms,
+                    events,
+                    retention,
+                },
+            )
+            .map_err(err)
+        })
     }
 
     /// Applies `retention` to every watch, measuring ages from `now`, in one
@@ -960,31 +1071,26 @@ impl Store {
     pub fn prune(&mut self, retention: &Retention, now: SystemTime) -> Result<Pruned, StoreError> {
         retention.validate()?;
         let now_ms = to_millis(now)?;
-        let path = &self.path;
+        let path = self.path.clone();
         let err = |source| StoreError::Database {
             path: path.clone(),
             action: "prune the store".to_owned(),
             source,
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let watches = tx
-            .prepare("SELECT id FROM watch ORDER BY id")
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| row.get::<_, String>(0))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(err)?;
-        let mut total = Pruned::default();
-        for watch in &watches {
-            let pruned = apply_retention(&tx, watch, retention, now_ms).map_err(err)?;
-            total.snapshots += pruned.snapshots;
-            total.changes += pruned.changes;
-        }
-        tx.commit().map_err(err)?;
-        Ok(total)
+        self.transaction(err, |db| {
+            let watches = db
+                .query_map("SELECT id FROM watch ORDER BY id", &[], |mut row| {
+                    row.get::<String>(0)
+                })
+                .map_err(err)?;
+            let mut total = Pruned::default();
+            for watch in &watches {
+                let pruned = apply_retention(db, watch, retention, now_ms).map_err(err)?;
+                total.snapshots += pruned.snapshots;
+                total.changes += pruned.changes;
+            }
+            Ok(total)
+        })
     }
 
     /// Up to `limit` change events of `watch`, newest first, starting after
@@ -1047,24 +1153,22 @@ impl Store {
         let before = before_id.unwrap_or(i64::MAX);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query_map(
                 "SELECT id, watch, snapshot_id, at, kind, body FROM change_event
                  WHERE watch = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![watch, before, limit], |row| {
+                args![watch, before, limit],
+                |mut row| {
                     Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, Option<i64>>(2)?,
-                        row.get::<_, i64>(3)?,
-                        row.get::<_, String>(4)?,
-                        row.get::<_, String>(5)?,
+                        row.get::<i64>(0)?,
+                        row.get::<String>(1)?,
+                        row.get::<Option<i64>>(2)?,
+                        row.get::<i64>(3)?,
+                        row.get::<String>(4)?,
+                        row.get::<String>(5)?,
                     ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
+                },
+            )
             .map_err(|source| watch_error(watch, "list the changes of", source))?;
         rows.into_iter()
             .map(|(id, watch, snapshot_id, at, kind, body)| {
@@ -1091,20 +1195,18 @@ impl Store {
     /// (current) first; empty for an unknown watch. Decompresses nothing.
     pub fn snapshots(&self, watch: &str) -> Result<Vec<(i64, String, SystemTime)>, StoreError> {
         let rows = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query_map(
                 "SELECT id, hash, taken_at FROM snapshot WHERE watch = ?1 ORDER BY id DESC",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([watch], |row| {
+                args![watch],
+                |mut row| {
                     Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, i64>(2)?,
+                        row.get::<i64>(0)?,
+                        row.get::<String>(1)?,
+                        row.get::<i64>(2)?,
                     ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
+                },
+            )
             .map_err(|source| watch_error(watch, "list the snapshots of", source))?;
         rows.into_iter()
             .map(|(id, hash, taken_at)| {
@@ -1121,28 +1223,26 @@ impl Store {
     /// Every watch, ordered by id.
     pub fn watches(&self) -> Result<Vec<WatchState>, StoreError> {
         let rows = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query_map(
                 "SELECT w.id, w.created_at, w.last_checked, s.id, s.hash, s.taken_at,
                         (SELECT count(*) FROM snapshot AS c WHERE c.watch = w.id)
                  FROM watch AS w
                  JOIN snapshot AS s
                    ON s.id = (SELECT max(id) FROM snapshot WHERE watch = w.id)
                  ORDER BY w.id",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([], |row| {
+                &[],
+                |mut row| {
                     Ok((
-                        row.get::<_, String>(0)?,
-                        [row.get::<_, i64>(1)?, row.get::<_, i64>(2)?],
-                        row.get::<_, i64>(3)?,
-                        row.get::<_, String>(4)?,
-                        row.get::<_, i64>(5)?,
-                        row.get::<_, i64>(6)?,
+                        row.get::<String>(0)?,
+                        [row.get::<i64>(1)?, row.get::<i64>(2)?],
+                        row.get::<i64>(3)?,
+                        row.get::<String>(4)?,
+                        row.get::<i64>(5)?,
+                        row.get::<i64>(6)?,
                     ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
+                },
+            )
             .map_err(|source| StoreError::Database {
                 path: self.path.clone(),
                 action: "list watches".to_owned(),
@@ -1182,25 +1282,18 @@ impl Store {
     /// Removes `watch` with all its snapshots and change events, in one
     /// transaction. Returns whether there was such a watch.
     pub fn remove_watch(&mut self, watch: &str) -> Result<bool, StoreError> {
-        let err = |source| StoreError::Watch {
-            watch: watch.to_owned(),
-            action: "remove",
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        // Foreign keys cascade to snapshots and change events.
-        let removed = tx
-            .execute("DELETE FROM watch WHERE id = ?1", [watch])
-            .map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(removed > 0)
+        let err = |source| watch_error(watch, "remove", source);
+        self.transaction(err, |db| {
+            // Foreign keys cascade to snapshots and change events.
+            let removed = db
+                .execute("DELETE FROM watch WHERE id = ?1", args![watch])
+                .map_err(err)?;
+            Ok(removed > 0)
+        })
     }
 }
 
-fn watch_error(watch: &str, action: &'static str, source: rusqlite::Error) -> StoreError {
+fn watch_error(watch: &str, action: &'static str, source: DbError) -> StoreError {
     StoreError::Watch {
         watch: watch.to_owned(),
         action,
@@ -1208,9 +1301,45 @@ fn watch_error(watch: &str, action: &'static str, source: rusqlite::Error) -> St
     }
 }
 
+/// What [`StoreError::Foreign`] says an SQLite file is.
+const SQLITE_FOREIGN: &str = "an SQLite database";
+/// What [`StoreError::Foreign`] says a PostgreSQL database is.
+const POSTGRES_FOREIGN: &str = "a PostgreSQL database with other tables";
+
+/// The schema version found, or the error refusing the database.
+fn found_version(found: Found, path: &Path, what: &'static str) -> Result<u32, StoreError> {
+    let supported = if what == POSTGRES_FOREIGN {
+        pg::SCHEMA_VERSION
+    } else {
+        SCHEMA_VERSION
+    };
+    match found {
+        Found::Foreign => Err(StoreError::Foreign {
+            path: path.to_owned(),
+            what,
+        }),
+        Found::TooNew(found) => Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            supported,
+        }),
+        Found::Version(version) => Ok(version),
+    }
+}
+
+/// The current hash of `watch`.
+fn current_hash(db: Db<'_>, watch: &str) -> Result<Option<String>, DbError> {
+    db.query_opt(
+        "SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1",
+        args![watch],
+    )?
+    .map(|mut row| row.get(0))
+    .transpose()
+}
+
 /// Reads the schema version and the marker. Fails with SQLite's
 /// `SQLITE_NOTADB` on a file that is not a database.
-fn classify(conn: &Connection) -> rusqlite::Result<Found> {
+fn classify_sqlite(conn: &Connection) -> rusqlite::Result<Found> {
     // PRAGMA user_version is a signed 32-bit field; semclip writes small
     // positive numbers, anything else reads as a version too new to know.
     let version = conn
@@ -1307,9 +1436,9 @@ fn change_rows<'a>(
         .collect()
 }
 
-/// Records one check inside `tx`: the check time, and unless the hash is
-/// the current one, the new snapshot, its events and retention.
-fn write_check(tx: &Connection, check: &CheckWrite<'_>) -> rusqlite::Result<Recorded> {
+/// Records one check inside a transaction: the check time, and unless the
+/// hash is the current one, the new snapshot, its events and retention.
+fn write_check(db: Db<'_>, check: &CheckWrite<'_>) -> Result<Recorded, DbError> {
     let CheckWrite {
         watch,
         hash,
@@ -1320,46 +1449,41 @@ fn write_check(tx: &Connection, check: &CheckWrite<'_>) -> rusqlite::Result<Reco
         events,
         retention,
     } = *check;
-    let current: Option<String> = tx
-        .prepare_cached("SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1")?
-        .query_row([watch], |row| row.get(0))
-        .optional()?;
-    tx.prepare_cached(
+    let current = current_hash(db, watch)?;
+    db.execute(
         "INSERT INTO watch (id, created_at, last_checked) VALUES (?1, ?2, ?2)
          ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked",
-    )?
-    .execute(params![watch, at_ms])?;
+        args![watch, at_ms],
+    )?;
     if current.as_deref() == Some(hash) {
         return Ok(Recorded::Unchanged);
     }
     let size = i64::try_from(size).unwrap_or(i64::MAX);
-    let snapshot_id = tx
-        .prepare_cached(
+    let snapshot_id: i64 = db
+        .query_one(
             "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            args![watch, at_ms, hash, size, compressed, format as i64],
         )?
-        .query_row(
-            params![watch, at_ms, hash, size, compressed, format as i64],
-            |row| row.get::<_, i64>(0),
-        )?;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
+        .get(0)?;
     for (kind, body) in events {
-        insert.execute(params![watch, snapshot_id, at_ms, kind, body])?;
+        db.execute(
+            "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            args![watch, snapshot_id, at_ms, *kind, body],
+        )?;
     }
-    apply_retention(tx, watch, retention, at_ms)?;
+    apply_retention(db, watch, retention, at_ms)?;
     Ok(Recorded::Stored {
         snapshot_id,
         events: events.len(),
     })
 }
 
-/// Maps an error met while first reading a file: "not a database" gets its own
-/// variant.
-fn read_error(path: &Path, source: rusqlite::Error) -> StoreError {
-    if source.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
+/// Maps an error met while first reading a database: an SQLite file that is
+/// "not a database" gets its own variant.
+fn read_error(path: &Path, source: DbError) -> StoreError {
+    if source.sqlite_code() == Some(ErrorCode::NotADatabase) {
         StoreError::NotSqlite {
             path: path.to_owned(),
             source,
@@ -1376,30 +1500,31 @@ fn read_error(path: &Path, source: rusqlite::Error) -> StoreError {
 /// then events older than the cutoff that do not belong to the current
 /// snapshot.
 fn apply_retention(
-    conn: &Connection,
+    db: Db<'_>,
     watch: &str,
     retention: &Retention,
     now_ms: i64,
-) -> rusqlite::Result<Pruned> {
+) -> Result<Pruned, DbError> {
     let cutoff = now_ms.saturating_sub(i64::from(retention.keep_days) * MILLIS_PER_DAY);
-    let current: Option<i64> = conn
-        .prepare_cached("SELECT max(id) FROM snapshot WHERE watch = ?1")?
-        .query_row([watch], |row| row.get(0))?;
-    let snapshots = conn
-        .prepare_cached(
-            "DELETE FROM snapshot
-             WHERE watch = ?1 AND id IS NOT ?2
-               AND (taken_at < ?3
-                    OR id NOT IN (SELECT id FROM snapshot WHERE watch = ?1
-                                  ORDER BY id DESC LIMIT ?4))",
+    let current: Option<i64> = db
+        .query_one(
+            "SELECT max(id) FROM snapshot WHERE watch = ?1",
+            args![watch],
         )?
-        .execute(params![watch, current, cutoff, retention.keep_versions])?;
-    let changes = conn
-        .prepare_cached(
-            "DELETE FROM change_event
-             WHERE watch = ?1 AND at < ?2 AND snapshot_id IS NOT ?3",
-        )?
-        .execute(params![watch, cutoff, current])?;
+        .get(0)?;
+    let snapshots = db.execute(
+        "DELETE FROM snapshot
+         WHERE watch = ?1 AND id IS DISTINCT FROM ?2
+           AND (taken_at < ?3
+                OR id NOT IN (SELECT id FROM snapshot WHERE watch = ?1
+                              ORDER BY id DESC LIMIT ?4))",
+        args![watch, current, cutoff, i64::from(retention.keep_versions)],
+    )?;
+    let changes = db.execute(
+        "DELETE FROM change_event
+         WHERE watch = ?1 AND at < ?2 AND snapshot_id IS DISTINCT FROM ?3",
+        args![watch, cutoff, current],
+    )?;
     Ok(Pruned { snapshots, changes })
 }
 
@@ -1415,7 +1540,7 @@ struct SnapshotRow {
 }
 
 impl SnapshotRow {
-    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SnapshotRow> {
+    fn from_row(mut row: Row) -> Result<SnapshotRow, DbError> {
         Ok(SnapshotRow {
             id: row.get(0)?,
             watch: row.get(1)?,

@@ -1,10 +1,17 @@
 //! The stores the daemon shares: a few open connections to one database,
 //! lent to the blocking threads that run checks, the outbox and the server.
+//!
+//! For SQLite, the pool keeps idle [`Store`]s on the file (WAL lets them
+//! read side by side; writes queue). For PostgreSQL it holds a
+//! `deadpool-postgres` pool of at most [`super::pg::POOL_SIZE`]
+//! connections, and lends each call a [`Store`] on one of them. Either way
+//! the code that calls [`StorePool::run`] sees the same [`Store`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::store::{Store, StoreError};
+use crate::store::pg::{POOL_SIZE, PgPool};
+use crate::store::{Database, Store, StoreError};
 
 /// A store call made through the pool failed.
 #[derive(Debug, thiserror::Error)]
@@ -17,27 +24,68 @@ pub enum PoolError {
     Worker(#[from] tokio::task::JoinError),
 }
 
-/// A few open stores on one file, shared by the blocking threads that run
-/// checks (SQLite in WAL mode lets them read side by side; writes queue).
+/// A few open stores on one database, shared by the blocking threads that
+/// run checks.
 #[derive(Debug)]
 pub struct StorePool {
+    database: Database,
+    /// The file, or the URL as a path (see [`Store::path`]).
     path: PathBuf,
-    idle: Mutex<Vec<Store>>,
+    engine: Engine,
+}
+
+#[derive(Debug)]
+enum Engine {
+    Sqlite(Mutex<Vec<Store>>),
+    Postgres(PgPool),
 }
 
 impl StorePool {
-    /// Opens (creating or migrating) the store at `path`.
-    pub fn open(path: PathBuf) -> Result<StorePool, StoreError> {
-        let first = Store::open(&path)?;
+    /// Opens (creating or migrating) the store in `database`.
+    ///
+    /// May be called from an async task: a PostgreSQL database is opened
+    /// and checked on a thread of its own, which this call waits for (as
+    /// opening an SQLite file blocks too).
+    pub fn open(database: Database) -> Result<StorePool, StoreError> {
+        let (path, engine) = match &database {
+            Database::Sqlite(path) => {
+                let first = Store::open(path)?;
+                (path.clone(), Engine::Sqlite(Mutex::new(vec![first])))
+            }
+            Database::Postgres(url) => {
+                let path = PathBuf::from(url.to_string());
+                let open_err = |source| StoreError::Open {
+                    path: path.clone(),
+                    source,
+                };
+                let pool = PgPool::new(url, POOL_SIZE).map_err(open_err)?;
+                std::thread::scope(|scope| {
+                    scope
+                        .spawn(|| {
+                            let conn = pool.get().map_err(open_err)?;
+                            Store::set_up_postgres(conn, path.clone()).map(drop)
+                        })
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })?;
+                (path, Engine::Postgres(pool))
+            }
+        };
         Ok(StorePool {
+            database,
             path,
-            idle: Mutex::new(vec![first]),
+            engine,
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &std::path::Path {
+    /// The database file, or the PostgreSQL URL (without password).
+    pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The database the pool opened.
+    pub fn database(&self) -> &Database {
+        &self.database
     }
 
     /// Runs `f` with a store (blocking: call from a blocking thread).
@@ -45,17 +93,27 @@ impl StorePool {
         &self,
         f: impl FnOnce(&mut Store) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
-        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut store = match taken {
-            Some(store) => store,
-            None => Store::open(&self.path)?,
-        };
-        let result = f(&mut store);
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(store);
-        result
+        match &self.engine {
+            Engine::Sqlite(idle) => {
+                let taken = idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let mut store = match taken {
+                    Some(store) => store,
+                    None => Store::open(&self.path)?,
+                };
+                let result = f(&mut store);
+                idle.lock().unwrap_or_else(|p| p.into_inner()).push(store);
+                result
+            }
+            Engine::Postgres(pool) => {
+                let conn = pool.get().map_err(|source| StoreError::Open {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                // Dropped at the end: the connection goes back to the pool.
+                let mut store = Store::on_postgres(conn, self.path.clone());
+                f(&mut store)
+            }
+        }
     }
 
     /// Runs `f` with a store on a blocking thread.

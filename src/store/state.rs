@@ -17,13 +17,12 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-
 use super::{
     CheckWrite, CorruptionCause, LayoutEvent, Recorded, Retention, SnapshotBody, Store, StoreError,
     change_rows, from_millis, to_millis, watch_error, write_check,
 };
 use crate::diff::Change;
+use crate::store::sql::{Arg, Db, DbError, FromValue, Row, args};
 
 /// What the daemon knows about one watch between checks.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -243,7 +242,7 @@ type StatusRow = (
     Option<String>,
 );
 
-fn status_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StatusRow> {
+fn status_row(mut row: Row) -> Result<StatusRow, DbError> {
     Ok((
         row.get(0)?,
         row.get(1)?,
@@ -258,6 +257,19 @@ fn status_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<StatusRow> {
         row.get(10)?,
         row.get(11)?,
     ))
+}
+
+/// Each row read by `read`, stopping at the first error.
+fn rows_as<T>(
+    rows: Vec<Row>,
+    read: impl FnMut(Row) -> Result<T, DbError>,
+) -> Result<Vec<T>, DbError> {
+    rows.into_iter().map(read).collect()
+}
+
+/// The first column of the first row, if there is a row.
+fn first<T: FromValue>(row: Option<Row>) -> Result<Option<T>, DbError> {
+    row.map(|mut row| row.get(0)).transpose()
 }
 
 fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
@@ -295,30 +307,37 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
     })
 }
 
-fn write_status(tx: &Connection, s: &WatchStatus) -> Result<(), StoreError> {
+fn write_status(db: Db<'_>, s: &WatchStatus) -> Result<(), StoreError> {
     let next_run = opt_millis(s.next_run)?;
     let last_attempt = opt_millis(s.last_attempt)?;
     let last_success = opt_millis(s.last_success)?;
-    tx.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO watch_status ({STATUS_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-    ))
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            s.watch,
+    db.execute(
+        &format!(
+            "INSERT INTO watch_status ({STATUS_COLUMNS})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT (watch) DO UPDATE SET
+               next_run = excluded.next_run, etag = excluded.etag,
+               last_modified = excluded.last_modified, last_attempt = excluded.last_attempt,
+               last_success = excluded.last_success, failures = excluded.failures,
+               failing_alerted = excluded.failing_alerted, last_error = excluded.last_error,
+               evaluated = excluded.evaluated, body_hash = excluded.body_hash,
+               rejected_body = excluded.rejected_body"
+        ),
+        args![
+            &s.watch,
             next_run,
-            s.etag,
-            s.last_modified,
+            &s.etag,
+            &s.last_modified,
             last_attempt,
             last_success,
             i64::from(s.failures),
             s.failing_alerted,
-            s.last_error,
-            s.evaluated,
-            s.body_hash,
-            s.rejected_body
-        ])
-    })
+            &s.last_error,
+            &s.evaluated,
+            &s.body_hash,
+            &s.rejected_body
+        ],
+    )
     .map_err(|source| watch_error(&s.watch, "write the status of", source))?;
     Ok(())
 }
@@ -327,11 +346,12 @@ impl Store {
     /// The status of `watch`, or `None` if it has never been scheduled.
     pub fn status(&self, watch: &str) -> Result<Option<WatchStatus>, StoreError> {
         let row = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {STATUS_COLUMNS} FROM watch_status WHERE watch = ?1"
-            ))
-            .and_then(|mut stmt| stmt.query_row([watch], status_row).optional())
+            .db()
+            .query_opt(
+                &format!("SELECT {STATUS_COLUMNS} FROM watch_status WHERE watch = ?1"),
+                args![watch],
+            )
+            .and_then(|row| row.map(status_row).transpose())
             .map_err(|source| watch_error(watch, "read the status of", source))?;
         row.map(decode_status).transpose()
     }
@@ -339,14 +359,12 @@ impl Store {
     /// The status of every watch the store has scheduled, by watch id.
     pub fn statuses(&self) -> Result<Vec<WatchStatus>, StoreError> {
         let rows = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {STATUS_COLUMNS} FROM watch_status ORDER BY watch"
-            ))
-            .and_then(|mut stmt| {
-                stmt.query_map([], status_row)?
-                    .collect::<Result<Vec<_>, _>>()
-            })
+            .db()
+            .query(
+                &format!("SELECT {STATUS_COLUMNS} FROM watch_status ORDER BY watch"),
+                &[],
+            )
+            .and_then(|rows| rows_as(rows, status_row))
             .map_err(|source| self.db_error("list watch statuses", source))?;
         rows.into_iter().map(decode_status).collect()
     }
@@ -354,15 +372,17 @@ impl Store {
     /// Writes `status` (insert or replace), outside any check: for the
     /// scheduler's next-run times.
     pub fn set_status(&mut self, status: &WatchStatus) -> Result<(), StoreError> {
-        write_status(&self.conn, status)
+        write_status(self.db(), status)
     }
 
-    /// The threshold states of `watch`, by name.
     /// The stored layout state of `watch` (JSON), if any.
     pub fn layout_state(&self, watch: &str) -> Result<Option<String>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT state FROM layout_state WHERE watch = ?1")
-            .and_then(|mut stmt| stmt.query_row([watch], |row| row.get(0)).optional())
+        self.db()
+            .query_opt(
+                "SELECT state FROM layout_state WHERE watch = ?1",
+                args![watch],
+            )
+            .and_then(first)
             .map_err(|source| watch_error(watch, "read the layout state of", source))
     }
 
@@ -377,43 +397,45 @@ impl Store {
     ) -> Result<(), StoreError> {
         let at_ms = to_millis(at)?;
         let pages = i64::try_from(pages).unwrap_or(i64::MAX);
-        self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO template_set (name, learned_at, pages, body)
-                 VALUES (?1, ?2, ?3, ?4)",
+        self.db()
+            .execute(
+                "INSERT INTO template_set (name, learned_at, pages, body)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (name) DO UPDATE SET learned_at = excluded.learned_at,
+                   pages = excluded.pages, body = excluded.body",
+                args![name, at_ms, pages, body],
             )
-            .and_then(|mut stmt| stmt.execute(params![name, at_ms, pages, body]))
             .map_err(|source| self.db_error("store a template set", source))?;
         Ok(())
     }
 
     /// The JSON body of template set `name`, if stored.
     pub fn template_set(&self, name: &str) -> Result<Option<String>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT body FROM template_set WHERE name = ?1")
-            .and_then(|mut stmt| stmt.query_row([name], |row| row.get(0)).optional())
+        self.db()
+            .query_opt("SELECT body FROM template_set WHERE name = ?1", args![name])
+            .and_then(first)
             .map_err(|source| self.db_error("read a template set", source))
     }
 
     /// The thresholds' stored states of `watch`, by name.
     pub fn thresholds(&self, watch: &str) -> Result<Vec<ThresholdRecord>, StoreError> {
         let rows = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query(
                 "SELECT name, state, value, node, since FROM threshold_state
                  WHERE watch = ?1 ORDER BY name",
+                args![watch],
             )
-            .and_then(|mut stmt| {
-                stmt.query_map([watch], |row| {
+            .and_then(|rows| {
+                rows_as(rows, |mut row| {
                     Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, Option<f64>>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                        row.get::<_, i64>(4)?,
+                        row.get::<String>(0)?,
+                        row.get::<String>(1)?,
+                        row.get::<Option<f64>>(2)?,
+                        row.get::<Option<String>>(3)?,
+                        row.get::<i64>(4)?,
                     ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
+                })
             })
             .map_err(|source| watch_error(watch, "read the thresholds of", source))?;
         rows.into_iter()
@@ -445,17 +467,14 @@ impl Store {
     ) -> Result<Vec<(SystemTime, f64)>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
-            .conn
-            .prepare_cached(
+            .db()
+            .query(
                 "SELECT at, value FROM (SELECT id, at, value FROM threshold_value
-                 WHERE watch = ?1 AND name = ?2 ORDER BY id DESC LIMIT ?3) ORDER BY id",
+                 WHERE watch = ?1 AND name = ?2 ORDER BY id DESC LIMIT ?3) AS newest
+                 ORDER BY id",
+                args![watch, name, limit],
             )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![watch, name, limit], |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?))
-                })?
-                .collect::<Result<Vec<_>, _>>()
-            })
+            .and_then(|rows| rows_as(rows, |mut row| Ok((row.get::<i64>(0)?, row.get::<f64>(1)?))))
             .map_err(|source| watch_error(watch, "read the threshold values of", source))?;
         rows.into_iter()
             .map(|(at, value)| {
@@ -503,107 +522,36 @@ impl Store {
                 watch: watch.to_owned(),
                 index: 0,
             })?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
-        let recorded = match &prepared {
-            Some((part, events, compressed)) => Some(
-                write_check(
-                    &tx,
-                    &CheckWrite {
-                        watch,
-                        hash: part.hash,
-                        compressed,
-                        format: part.body.format(),
-                        size: part.body.bytes().len(),
-                        at_ms,
-                        events,
-                        retention: part.retention,
-                    },
-                )
-                .map_err(err)?,
-            ),
-            None => None,
-        };
-        write_status(&tx, &state.status)?;
-        if let Some(layout) = &state.layout {
-            tx.prepare_cached("INSERT OR REPLACE INTO layout_state (watch, state) VALUES (?1, ?2)")
-                .and_then(|mut stmt| stmt.execute(params![watch, layout]))
-                .map_err(err)?;
-        }
-        if let Some(body) = &layout_event {
-            // Only for a watch the store knows (it has a snapshot).
-            tx.prepare_cached(
-                "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
-                 SELECT ?1, NULL, ?2, 'layout', ?3 WHERE EXISTS (SELECT 1 FROM watch WHERE id = ?1)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![watch, at_ms, body]))
-            .map_err(err)?;
-        }
-        for t in &state.thresholds {
-            let since = to_millis(t.since)?;
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO threshold_state (watch, name, state, value, node, since)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    watch,
-                    t.name,
-                    t.state.as_str(),
-                    t.value,
-                    t.node,
-                    since
-                ])
-            })
-            .map_err(err)?;
-        }
-        for (name, value) in &state.values {
-            tx.prepare_cached(
-                "INSERT INTO threshold_value (watch, name, at, value) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![watch, name, at_ms, value]))
-            .map_err(err)?;
-        }
-        for q in &state.alerts {
-            let due = match q.digest {
-                None => at_ms,
-                Some(every) => {
-                    let last: Option<i64> = tx
-                        .prepare_cached(
-                            "SELECT at FROM digest_sent WHERE watch = ?1 AND notifier = ?2",
-                        )
-                        .and_then(|mut stmt| {
-                            stmt.query_row(params![watch, q.notifier], |row| row.get(0))
-                                .optional()
-                        })
-                        .map_err(err)?;
-                    last.map_or(at_ms, |last| {
-                        at_ms.max(last.saturating_add(millis_of(every)))
-                    })
-                }
+        let since_ms = state
+            .thresholds
+            .iter()
+            .map(|t| to_millis(t.since))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.transaction(err, |db| {
+            let recorded = match &prepared {
+                Some((part, events, compressed)) => Some(
+                    write_check(
+                        db,
+                        &CheckWrite {
+                            watch,
+                            hash: part.hash,
+                            compressed,
+                            format: part.body.format(),
+                            size: part.body.bytes().len(),
+                            at_ms,
+                            events,
+                            retention: part.retention,
+                        },
+                    )
+                    .map_err(err)?,
+                ),
+                None => None,
             };
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO outbox
-                 (alert_id, watch, notifier, created_at, next_attempt, digest, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    q.alert_id,
-                    watch,
-                    q.notifier,
-                    at_ms,
-                    due,
-                    q.digest.map(millis_of),
-                    q.body
-                ])
-            })
-            .map_err(err)?;
-        }
-        tx.commit().map_err(err)?;
-        Ok(recorded)
+            write_status(db, &state.status)?;
+            write_check_state(db, watch, at_ms, state, layout_event.as_deref(), &since_ms)
+                .map_err(err)?;
+            Ok(recorded)
+        })
     }
 
     /// Pending outbox rows due at `now` (oldest first), at most `limit`.
@@ -614,21 +562,24 @@ impl Store {
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         self.outbox_query(
             "WHERE state = 'pending' AND next_attempt <= ?1 ORDER BY id LIMIT ?2",
-            params![to_millis(now)?, i64::try_from(limit).unwrap_or(i64::MAX)],
+            args![to_millis(now)?, i64::try_from(limit).unwrap_or(i64::MAX)],
         )
     }
 
     /// Every outbox row (pending and failed), oldest first.
     pub fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.outbox_query("ORDER BY id", params![])
+        self.outbox_query("ORDER BY id", &[])
     }
 
     /// When the next pending outbox row is due, if any.
     pub fn next_alert_due(&self) -> Result<Option<SystemTime>, StoreError> {
         let ms: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT min(next_attempt) FROM outbox WHERE state = 'pending'")
-            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .db()
+            .query_one(
+                "SELECT min(next_attempt) FROM outbox WHERE state = 'pending'",
+                &[],
+            )
+            .and_then(|mut row| row.get(0))
             .map_err(|source| self.db_error("read the outbox", source))?;
         opt_time(ms).map_err(|source| StoreError::CorruptWatch {
             watch: "(outbox)".to_owned(),
@@ -640,24 +591,20 @@ impl Store {
     /// notifier) pair last sent one.
     pub fn alerts_delivered(&mut self, ids: &[i64], at: SystemTime) -> Result<(), StoreError> {
         let at_ms = to_millis(at)?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(outbox_error)?;
-        for id in ids {
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO digest_sent (watch, notifier, at)
-                 SELECT watch, notifier, ?2 FROM outbox WHERE id = ?1 AND digest IS NOT NULL",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, at_ms]))
-            .and_then(|_| {
-                tx.prepare_cached("DELETE FROM outbox WHERE id = ?1")?
-                    .execute([id])
-            })
-            .map_err(outbox_error)?;
-        }
-        tx.commit().map_err(outbox_error)?;
-        Ok(())
+        self.transaction(outbox_error, |db| {
+            for &id in ids {
+                db.execute(
+                    "INSERT INTO digest_sent (watch, notifier, at)
+                     SELECT watch, notifier, CAST(?2 AS BIGINT) FROM outbox
+                     WHERE id = ?1 AND digest IS NOT NULL
+                     ON CONFLICT (watch, notifier) DO UPDATE SET at = excluded.at",
+                    args![id, at_ms],
+                )
+                .and_then(|_| db.execute("DELETE FROM outbox WHERE id = ?1", args![id]))
+                .map_err(outbox_error)?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a failed attempt on each row: the error, one more attempt,
@@ -672,20 +619,17 @@ impl Store {
     ) -> Result<(), StoreError> {
         let next = to_millis(next_attempt)?;
         let state = if give_up { "failed" } else { "pending" };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(outbox_error)?;
-        for id in ids {
-            tx.prepare_cached(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?2,
-                 next_attempt = ?3, state = ?4 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, error, next, state]))
-            .map_err(outbox_error)?;
-        }
-        tx.commit().map_err(outbox_error)?;
-        Ok(())
+        self.transaction(outbox_error, |db| {
+            for &id in ids {
+                db.execute(
+                    "UPDATE outbox SET attempts = attempts + 1, last_error = ?2,
+                     next_attempt = ?3, state = ?4 WHERE id = ?1",
+                    args![id, error, next, state],
+                )
+                .map_err(outbox_error)?;
+            }
+            Ok(())
+        })
     }
 
     /// Removes threshold values older than `retention.keep_days` before
@@ -698,44 +642,39 @@ impl Store {
         retention.validate()?;
         let cutoff = to_millis(now)?
             .saturating_sub(i64::from(retention.keep_days).saturating_mul(86_400_000));
-        self.conn
+        self.db()
             .execute(
                 "DELETE FROM threshold_value WHERE at < ?1 AND id NOT IN
                  (SELECT max(id) FROM threshold_value GROUP BY watch, name)",
-                [cutoff],
+                args![cutoff],
             )
             .map_err(|source| self.db_error("prune threshold values", source))
     }
 
-    fn outbox_query(
-        &self,
-        tail: &str,
-        args: &[&dyn rusqlite::ToSql],
-    ) -> Result<Vec<OutboxEntry>, StoreError> {
+    fn outbox_query(&self, tail: &str, args: &[Arg<'_>]) -> Result<Vec<OutboxEntry>, StoreError> {
         let sql = format!(
             "SELECT id, alert_id, watch, notifier, created_at, next_attempt, attempts, digest,
                     state, last_error, body FROM outbox {tail}"
         );
         let rows = self
-            .conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_map(args, |row| {
+            .db()
+            .query(&sql, args)
+            .and_then(|rows| {
+                rows_as(rows, |mut row| {
                     Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, i64>(4)?,
-                        row.get::<_, i64>(5)?,
-                        row.get::<_, i64>(6)?,
-                        row.get::<_, Option<i64>>(7)?,
-                        row.get::<_, String>(8)?,
-                        row.get::<_, Option<String>>(9)?,
-                        row.get::<_, String>(10)?,
+                        row.get::<i64>(0)?,
+                        row.get::<String>(1)?,
+                        row.get::<String>(2)?,
+                        row.get::<String>(3)?,
+                        row.get::<i64>(4)?,
+                        row.get::<i64>(5)?,
+                        row.get::<i64>(6)?,
+                        row.get::<Option<i64>>(7)?,
+                        row.get::<String>(8)?,
+                        row.get::<Option<String>>(9)?,
+                        row.get::<String>(10)?,
                     ))
-                })?
-                .collect::<Result<Vec<_>, _>>()
+                })
             })
             .map_err(outbox_error)?;
         rows.into_iter()
@@ -779,7 +718,7 @@ impl Store {
             .collect()
     }
 
-    fn db_error(&self, action: &str, source: rusqlite::Error) -> StoreError {
+    fn db_error(&self, action: &str, source: DbError) -> StoreError {
         StoreError::Database {
             path: self.path.clone(),
             action: action.to_owned(),
@@ -788,6 +727,79 @@ impl Store {
     }
 }
 
-fn outbox_error(source: rusqlite::Error) -> StoreError {
+fn outbox_error(source: DbError) -> StoreError {
     watch_error("(outbox)", "update the outbox of", source)
+}
+
+/// The part of a check besides the snapshot and the status: layout state
+/// and event, threshold states and values, queued alerts.
+fn write_check_state(
+    db: Db<'_>,
+    watch: &str,
+    at_ms: i64,
+    state: &CheckState,
+    layout_event: Option<&str>,
+    since_ms: &[i64],
+) -> Result<(), DbError> {
+    if let Some(layout) = &state.layout {
+        db.execute(
+            "INSERT INTO layout_state (watch, state) VALUES (?1, ?2)
+             ON CONFLICT (watch) DO UPDATE SET state = excluded.state",
+            args![watch, layout],
+        )?;
+    }
+    if let Some(body) = layout_event {
+        // Only for a watch the store knows (it has a snapshot).
+        db.execute(
+            "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
+             SELECT CAST(?1 AS TEXT), CAST(NULL AS BIGINT), CAST(?2 AS BIGINT), 'layout', CAST(?3 AS TEXT)
+             WHERE EXISTS (SELECT 1 FROM watch WHERE id = ?1)",
+            args![watch, at_ms, body],
+        )?;
+    }
+    for (t, &since) in state.thresholds.iter().zip(since_ms) {
+        db.execute(
+            "INSERT INTO threshold_state (watch, name, state, value, node, since)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (watch, name) DO UPDATE SET state = excluded.state,
+               value = excluded.value, node = excluded.node, since = excluded.since",
+            args![watch, &t.name, t.state.as_str(), t.value, &t.node, since],
+        )?;
+    }
+    for (name, value) in &state.values {
+        db.execute(
+            "INSERT INTO threshold_value (watch, name, at, value) VALUES (?1, ?2, ?3, ?4)",
+            args![watch, name, at_ms, *value],
+        )?;
+    }
+    for q in &state.alerts {
+        let due = match q.digest {
+            None => at_ms,
+            Some(every) => {
+                let last: Option<i64> = first(db.query_opt(
+                    "SELECT at FROM digest_sent WHERE watch = ?1 AND notifier = ?2",
+                    args![watch, &q.notifier],
+                )?)?;
+                last.map_or(at_ms, |last| {
+                    at_ms.max(last.saturating_add(millis_of(every)))
+                })
+            }
+        };
+        db.execute(
+            "INSERT INTO outbox
+             (alert_id, watch, notifier, created_at, next_attempt, digest, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (alert_id, notifier) DO NOTHING",
+            args![
+                &q.alert_id,
+                watch,
+                &q.notifier,
+                at_ms,
+                due,
+                q.digest.map(millis_of),
+                &q.body
+            ],
+        )?;
+    }
+    Ok(())
 }

@@ -1176,7 +1176,7 @@ async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
             .record_check("gazp", t0, None, &state)
             .expect("queued");
     }
-    let stores = Arc::new(StorePool::open(path).expect("pool"));
+    let stores = Arc::new(StorePool::open(semclip::store::Database::Sqlite(path)).expect("pool"));
     let revoked = notifier(Channel::Telegram {
         api_url: telegram.base.clone(),
         token: Secret::new("123456789:revoked"),

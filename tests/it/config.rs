@@ -340,7 +340,7 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
         "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
     let expected = [
         "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
-        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo (did you mean `retention`?)".to_owned(),
+        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo (did you mean `retention`?)".to_owned(),
         "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
         "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
         "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
@@ -947,4 +947,58 @@ fn oversized_and_special_secret_files_are_clear_errors_and_never_hang() {
         ],
         "{stderr}"
     );
+}
+
+#[test]
+fn database_takes_a_path_or_a_postgres_url_and_refuses_other_urls() {
+    use semclip::store::Database;
+    let load = |daemon: &str| {
+        let dir = tree(&[("semclip.yaml", daemon), ("pw", "hunter2\n")]);
+        let loaded = config::load_daemon(&dir.path().join("semclip.yaml"));
+        (dir, loaded)
+    };
+
+    let (dir, loaded) = load("database: state/x.db\n");
+    assert_eq!(
+        loaded.unwrap().database,
+        Database::Sqlite(dir.path().join("state/x.db"))
+    );
+
+    let (_dir, loaded) =
+        load("database: postgres://semclip@db.example/semclip\ndatabase_password: {file: pw}\n");
+    let daemon = loaded.unwrap();
+    let Database::Postgres(url) = &daemon.database else {
+        panic!("{:?}", daemon.database)
+    };
+    assert!(!url.tls());
+    assert_eq!(
+        daemon.database.to_string(),
+        "postgres://semclip@db.example/semclip"
+    );
+    let shown = format!("{daemon:?}");
+    assert!(
+        !shown.contains("hunter2") && shown.contains("***"),
+        "{shown}"
+    );
+
+    for (daemon, says) in [
+        (
+            "database: mysql://u@db/semclip\n",
+            "semclip.yaml:1:11: database: `mysql://` URLs are not supported",
+        ),
+        (
+            "database: postgres://u:hunter2@db/semclip\n",
+            "semclip.yaml:1:11: database: the URL holds a password: secrets are never inline",
+        ),
+        (
+            "database: x.db\ndatabase_password: {file: pw}\n",
+            "semclip.yaml:2:20: database_password: only a PostgreSQL database",
+        ),
+    ] {
+        let (_dir, loaded) = load(daemon);
+        let diags = loaded.unwrap_err();
+        let text: Vec<String> = diags.iter().map(ToString::to_string).collect();
+        assert!(text.iter().any(|d| d.contains(says)), "{daemon}: {text:#?}");
+        assert!(!text.iter().any(|d| d.contains("hunter2")), "{text:#?}");
+    }
 }

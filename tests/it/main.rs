@@ -27,6 +27,7 @@ mod layers;
 mod layout;
 mod markup;
 mod notify;
+mod pg;
 mod props;
 mod records;
 mod refresh;

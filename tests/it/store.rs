@@ -14,7 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 use semclip::store::{
-    ChangeRecord, MAX_XML_BYTES, Pruned, Recorded, Retention, SCHEMA_VERSION, Store, StoreError,
+    ChangeRecord, Database, MAX_XML_BYTES, Pruned, Recorded, Retention, SCHEMA_VERSION, Store,
+    StoreError,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -23,6 +24,60 @@ const DAY: Duration = Duration::from_secs(86_400);
 
 /// Text that takes more than one byte per character in UTF-8.
 const MULTIBYTE: &str = "Prix : 12,50 € — naïve café, 日本語のテキスト, Ελληνικά, 🦀🦀";
+
+/// The database a test runs on: a new SQLite file, or a new database in the
+/// test cluster ([`crate::pg`]).
+struct Engine {
+    database: Database,
+    _dir: Option<TempDir>,
+}
+
+impl Engine {
+    fn sqlite() -> Engine {
+        let (dir, path) = temp_db();
+        Engine {
+            database: Database::Sqlite(path),
+            _dir: Some(dir),
+        }
+    }
+
+    /// `None` (after saying why) when PostgreSQL is not installed.
+    fn postgres(test: &str) -> Option<Engine> {
+        Some(Engine {
+            database: crate::pg::database(test)?,
+            _dir: None,
+        })
+    }
+
+    /// A new handle on the test's database.
+    fn open(&self) -> Store {
+        Store::open_database(&self.database).unwrap_or_else(|e| panic!("{e:#?}"))
+    }
+}
+
+/// The same test on both engines: `on_both! { fn name(engine: &Engine)
+/// { ... } }` becomes `name::sqlite` and `name::postgres`, one body.
+macro_rules! on_both {
+    ($(fn $name:ident($engine:ident: &Engine) $body:block)*) => {$(
+        mod $name {
+            use super::*;
+
+            fn body($engine: &Engine) $body
+
+            #[test]
+            fn sqlite() {
+                body(&Engine::sqlite());
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some(engine) = Engine::postgres(module_path!()) {
+                    body(&engine);
+                }
+            }
+        }
+    )*};
+}
 
 fn temp_db() -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -192,255 +247,259 @@ fn a_store_can_move_to_another_thread() {
 
 // ---------------------------------------------------------------- record
 
-#[test]
-fn the_same_hash_is_unchanged_and_only_updates_last_checked() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    let first = record_page(&mut store, "w", 1, t0(), 1);
+on_both! {
+    fn the_same_hash_is_unchanged_and_only_updates_last_checked(engine: &Engine) {
+        let mut store = engine.open();
+        let first = record_page(&mut store, "w", 1, t0(), 1);
 
-    let later = t0() + Duration::from_secs(600);
-    let xml = page(1);
-    let again = store
-        .record(
-            "w",
-            &hash_of(&xml),
-            &xml,
-            later,
-            &[event("ignored", 0)],
-            &Retention::default(),
-        )
-        .unwrap();
-    assert_eq!(again, Recorded::Unchanged);
-
-    assert_eq!(store.snapshots("w").unwrap().len(), 1);
-    assert_eq!(store.changes("w", None, 10).unwrap().len(), 1);
-    let state = &store.watches().unwrap()[0];
-    assert_eq!(state.snapshot_id, first);
-    assert_eq!(state.created_at, t0());
-    assert_eq!(state.last_checked, later);
-    assert_eq!(state.last_changed, t0());
-    assert_eq!(state.snapshots, 1);
-}
-
-#[test]
-fn a_new_hash_stores_a_snapshot_with_its_events() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    let first = record_page(&mut store, "w", 1, t0(), 0);
-
-    let at = t0() + Duration::from_secs(60);
-    let xml = page(2);
-    let changes = vec![
-        json!({ "kind": "text", "path": "/page/p[1]", "old": "a", "new": MULTIBYTE }),
-        json!({ "kind": "added", "path": "/page/p[2]", "extra": [1, 2.5, null, { "deep": true }] }),
-    ];
-    let recorded = store
-        .record(
-            "w",
-            &hash_of(&xml),
-            &xml,
-            at,
-            &changes,
-            &Retention::default(),
-        )
-        .unwrap();
-    let Recorded::Stored {
-        snapshot_id,
-        events,
-    } = recorded
-    else {
-        panic!("expected a stored snapshot, got {recorded:?}");
-    };
-    assert!(snapshot_id > first);
-    assert_eq!(events, 2);
-
-    let current = store.current("w").unwrap().unwrap();
-    assert_eq!(
-        (current.id, current.xml.as_str()),
-        (snapshot_id, xml.as_str())
-    );
-    assert_eq!(store.current_hash("w").unwrap(), Some(hash_of(&xml)));
-
-    let stored = store.changes("w", None, 10).unwrap();
-    assert_eq!(stored.len(), 2);
-    // Newest first: the later event of the same check comes first.
-    assert_eq!(stored[0].kind, "added");
-    assert_eq!(stored[0].change, changes[1]);
-    assert_eq!(stored[1].kind, "text");
-    assert_eq!(stored[1].change, changes[0]);
-    for record in &stored {
-        assert_eq!(record.watch, "w");
-        assert_eq!(record.snapshot_id, Some(snapshot_id));
-        assert_eq!(record.at, at);
-    }
-
-    let listed = store.snapshots("w").unwrap();
-    assert_eq!(
-        listed,
-        vec![
-            (snapshot_id, hash_of(&xml), at),
-            (first, hash_of(&page(1)), t0())
-        ]
-    );
-}
-
-#[test]
-fn going_back_to_an_earlier_content_is_a_change() {
-    let mut store = Store::open_in_memory().unwrap();
-    record_page(&mut store, "w", 1, t0(), 0);
-    record_page(&mut store, "w", 2, t0() + DAY, 0);
-    record_page(&mut store, "w", 1, t0() + 2 * DAY, 0);
-    assert_eq!(store.snapshots("w").unwrap().len(), 3);
-    assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
-}
-
-#[test]
-fn hierarchies_round_trip_exactly() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-
-    // Pseudo-random text that compresses badly and spans many pages.
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyz0123456789<>&\"' \n€é日本🦀"
-        .chars()
-        .collect();
-    let noisy: String = (0..3_000_000)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            alphabet[usize::try_from(state % alphabet.len() as u64).unwrap()]
-        })
-        .collect();
-
-    let cases = [
-        String::new(),
-        MULTIBYTE.to_owned(),
-        format!("<?xml version=\"1.0\"?>\n<page>\r\n\t{MULTIBYTE}\u{0}\u{feff}</page>"),
-        noisy,
-    ];
-    for (i, xml) in cases.iter().enumerate() {
-        let at = t0() + Duration::from_secs(i as u64);
-        store
-            .record("w", &format!("h{i}"), xml, at, &[], &Retention::default())
+        let later = t0() + Duration::from_secs(600);
+        let xml = page(1);
+        let again = store
+            .record(
+                "w",
+                &hash_of(&xml),
+                &xml,
+                later,
+                &[event("ignored", 0)],
+                &Retention::default(),
+            )
             .unwrap();
-        let back = store.current("w").unwrap().unwrap();
-        assert_eq!(back.xml.len(), xml.len(), "case {i}");
-        assert!(back.xml == *xml, "case {i} did not round-trip");
-    }
-    drop(store);
-    let store = Store::open(&path).unwrap();
-    assert!(store.current("w").unwrap().unwrap().xml == cases[3]);
+        assert_eq!(again, Recorded::Unchanged);
+
+        assert_eq!(store.snapshots("w").unwrap().len(), 1);
+        assert_eq!(store.changes("w", None, 10).unwrap().len(), 1);
+        let state = &store.watches().unwrap()[0];
+        assert_eq!(state.snapshot_id, first);
+        assert_eq!(state.created_at, t0());
+        assert_eq!(state.last_checked, later);
+        assert_eq!(state.last_changed, t0());
+        assert_eq!(state.snapshots, 1);
+}
 }
 
-#[test]
-fn old_snapshots_can_be_read_by_id() {
-    let mut store = Store::open_in_memory().unwrap();
-    let ids: Vec<i64> = (1..=3)
-        .map(|n| record_page(&mut store, "w", n, t0() + n as u32 * DAY, 0))
-        .collect();
-    let second = store.snapshot(ids[1]).unwrap().unwrap();
-    assert_eq!(second.xml, page(2));
-    assert_eq!(second.taken_at, t0() + 2 * DAY);
-    assert_eq!(second.watch, "w");
-    assert_eq!(store.snapshot(ids[2] + 100).unwrap(), None);
+on_both! {
+    fn a_new_hash_stores_a_snapshot_with_its_events(engine: &Engine) {
+        let mut store = engine.open();
+        let first = record_page(&mut store, "w", 1, t0(), 0);
+
+        let at = t0() + Duration::from_secs(60);
+        let xml = page(2);
+        let changes = vec![
+            json!({ "kind": "text", "path": "/page/p[1]", "old": "a", "new": MULTIBYTE }),
+            json!({ "kind": "added", "path": "/page/p[2]", "extra": [1, 2.5, null, { "deep": true }] }),
+        ];
+        let recorded = store
+            .record(
+                "w",
+                &hash_of(&xml),
+                &xml,
+                at,
+                &changes,
+                &Retention::default(),
+            )
+            .unwrap();
+        let Recorded::Stored {
+            snapshot_id,
+            events,
+        } = recorded
+        else {
+            panic!("expected a stored snapshot, got {recorded:?}");
+        };
+        assert!(snapshot_id > first);
+        assert_eq!(events, 2);
+
+        let current = store.current("w").unwrap().unwrap();
+        assert_eq!(
+            (current.id, current.xml.as_str()),
+            (snapshot_id, xml.as_str())
+        );
+        assert_eq!(store.current_hash("w").unwrap(), Some(hash_of(&xml)));
+
+        let stored = store.changes("w", None, 10).unwrap();
+        assert_eq!(stored.len(), 2);
+        // Newest first: the later event of the same check comes first.
+        assert_eq!(stored[0].kind, "added");
+        assert_eq!(stored[0].change, changes[1]);
+        assert_eq!(stored[1].kind, "text");
+        assert_eq!(stored[1].change, changes[0]);
+        for record in &stored {
+            assert_eq!(record.watch, "w");
+            assert_eq!(record.snapshot_id, Some(snapshot_id));
+            assert_eq!(record.at, at);
+        }
+
+        let listed = store.snapshots("w").unwrap();
+        assert_eq!(
+            listed,
+            vec![
+                (snapshot_id, hash_of(&xml), at),
+                (first, hash_of(&page(1)), t0())
+            ]
+        );
+}
 }
 
-#[test]
-fn invalid_change_events_are_refused_before_anything_is_written() {
-    let mut store = Store::open_in_memory().unwrap();
-    record_page(&mut store, "w", 1, t0(), 0);
-    let xml = page(2);
-    for bad in [
-        json!("text"),
-        json!(["kind", "text"]),
-        json!({ "path": "/p" }),
-        json!({ "kind": 3 }),
-        json!({ "kind": null }),
-    ] {
-        let changes = [event("text", 0), bad.clone()];
-        let err = store
+on_both! {
+    fn going_back_to_an_earlier_content_is_a_change(engine: &Engine) {
+        let mut store = engine.open();
+        record_page(&mut store, "w", 1, t0(), 0);
+        record_page(&mut store, "w", 2, t0() + DAY, 0);
+        record_page(&mut store, "w", 1, t0() + 2 * DAY, 0);
+        assert_eq!(store.snapshots("w").unwrap().len(), 3);
+        assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
+}
+}
+
+on_both! {
+    fn hierarchies_round_trip_exactly(engine: &Engine) {
+        let mut store = engine.open();
+
+        // Pseudo-random text that compresses badly and spans many pages.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyz0123456789<>&\"' \n€é日本🦀"
+            .chars()
+            .collect();
+        let noisy: String = (0..3_000_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                alphabet[usize::try_from(state % alphabet.len() as u64).unwrap()]
+            })
+            .collect();
+
+        let cases = [
+            String::new(),
+            MULTIBYTE.to_owned(),
+            format!("<?xml version=\"1.0\"?>\n<page>\r\n\t{MULTIBYTE}\u{0}\u{feff}</page>"),
+            noisy,
+        ];
+        for (i, xml) in cases.iter().enumerate() {
+            let at = t0() + Duration::from_secs(i as u64);
+            store
+                .record("w", &format!("h{i}"), xml, at, &[], &Retention::default())
+                .unwrap();
+            let back = store.current("w").unwrap().unwrap();
+            assert_eq!(back.xml.len(), xml.len(), "case {i}");
+            assert!(back.xml == *xml, "case {i} did not round-trip");
+        }
+        drop(store);
+        let store = engine.open();
+        assert!(store.current("w").unwrap().unwrap().xml == cases[3]);
+}
+}
+
+on_both! {
+    fn old_snapshots_can_be_read_by_id(engine: &Engine) {
+        let mut store = engine.open();
+        let ids: Vec<i64> = (1..=3)
+            .map(|n| record_page(&mut store, "w", n, t0() + n as u32 * DAY, 0))
+            .collect();
+        let second = store.snapshot(ids[1]).unwrap().unwrap();
+        assert_eq!(second.xml, page(2));
+        assert_eq!(second.taken_at, t0() + 2 * DAY);
+        assert_eq!(second.watch, "w");
+        assert_eq!(store.snapshot(ids[2] + 100).unwrap(), None);
+}
+}
+
+on_both! {
+    fn invalid_change_events_are_refused_before_anything_is_written(engine: &Engine) {
+        let mut store = engine.open();
+        record_page(&mut store, "w", 1, t0(), 0);
+        let xml = page(2);
+        for bad in [
+            json!("text"),
+            json!(["kind", "text"]),
+            json!({ "path": "/p" }),
+            json!({ "kind": 3 }),
+            json!({ "kind": null }),
+        ] {
+            let changes = [event("text", 0), bad.clone()];
+            let err = store
+                .record(
+                    "w",
+                    &hash_of(&xml),
+                    &xml,
+                    t0() + DAY,
+                    &changes,
+                    &Retention::default(),
+                )
+                .unwrap_err();
+            assert!(
+                matches!(&err, StoreError::InvalidChange { watch, index: 1 } if watch == "w"),
+                "{bad}: {err:?}"
+            );
+        }
+        assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
+        assert!(store.changes("w", None, 10).unwrap().is_empty());
+        assert_eq!(store.watches().unwrap()[0].last_checked, t0());
+}
+}
+
+on_both! {
+    fn events_read_back_as_types_and_one_that_does_not_is_an_error_with_its_id(engine: &Engine) {
+        use semclip::diff::ChangeKind;
+        use semclip::store::Event;
+        let mut store = engine.open();
+        record_page(&mut store, "w", 1, t0(), 0);
+        let update = json!({ "kind": "update", "context": ["Shares", "GAZP"], "old": "1", "new": "2",
+                             "old_num": "1", "new_num": "2", "delta": "1" });
+        // A layout event as semclip wrote it before issue 17 (no
+        // lost_thresholds, template, dom_drift, dom_against).
+        let old_layout = json!({ "kind": "layout", "drift": 0.7, "max_drift": 0.5,
+            "against": "previous page", "lost": ["shares"], "moved": [], "summary": "clips lost" });
+        let xml = page(2);
+        store
             .record(
                 "w",
                 &hash_of(&xml),
                 &xml,
                 t0() + DAY,
-                &changes,
+                &[update.clone(), old_layout],
                 &Retention::default(),
             )
-            .unwrap_err();
+            .unwrap();
+        let events = store.events("w", None, 10).unwrap();
+        assert_eq!(events.len(), 2);
+        let Event::Layout(layout) = &events[0].event else {
+            panic!("{events:?}")
+        };
+        assert_eq!(layout.lost, ["shares"]);
+        assert!(layout.lost_thresholds.is_empty() && layout.template.is_none());
+        assert_eq!(events[0].event.line(), "layout  layout changed: clips lost");
+        let Event::Change(change) = &events[1].event else {
+            panic!("{events:?}")
+        };
+        assert_eq!(change.kind, ChangeKind::Update);
+        assert_eq!(change.line(), "update  Shares / GAZP: 1 -> 2 (+1)");
+        // The typed event writes back the JSON stored.
+        assert_eq!(serde_json::to_value(&events[1].event).unwrap(), update);
+
+        // An event of no known shape: the raw read still gives it, the typed
+        // read names it.
+        let xml = page(3);
+        store
+            .record(
+                "w",
+                &hash_of(&xml),
+                &xml,
+                t0() + 2 * DAY,
+                &[event("text", 0)],
+                &Retention::default(),
+            )
+            .unwrap();
+        let raw = store.changes("w", None, 10).unwrap();
+        assert_eq!(raw[0].kind, "text");
+        let err = store.events("w", None, 10).unwrap_err();
         assert!(
-            matches!(&err, StoreError::InvalidChange { watch, index: 1 } if watch == "w"),
-            "{bad}: {err:?}"
+            matches!(&err, StoreError::CorruptChange { watch, change_id, .. }
+                if watch == "w" && *change_id == raw[0].id),
+            "{err:?}"
         );
-    }
-    assert_eq!(store.current("w").unwrap().unwrap().xml, page(1));
-    assert!(store.changes("w", None, 10).unwrap().is_empty());
-    assert_eq!(store.watches().unwrap()[0].last_checked, t0());
+        // Older pages still read.
+        assert_eq!(store.events("w", Some(raw[0].id), 10).unwrap().len(), 2);
 }
-
-#[test]
-fn events_read_back_as_types_and_one_that_does_not_is_an_error_with_its_id() {
-    use semclip::diff::ChangeKind;
-    use semclip::store::Event;
-    let mut store = Store::open_in_memory().unwrap();
-    record_page(&mut store, "w", 1, t0(), 0);
-    let update = json!({ "kind": "update", "context": ["Shares", "GAZP"], "old": "1", "new": "2",
-                         "old_num": "1", "new_num": "2", "delta": "1" });
-    // A layout event as semclip wrote it before issue 17 (no
-    // lost_thresholds, template, dom_drift, dom_against).
-    let old_layout = json!({ "kind": "layout", "drift": 0.7, "max_drift": 0.5,
-        "against": "previous page", "lost": ["shares"], "moved": [], "summary": "clips lost" });
-    let xml = page(2);
-    store
-        .record(
-            "w",
-            &hash_of(&xml),
-            &xml,
-            t0() + DAY,
-            &[update.clone(), old_layout],
-            &Retention::default(),
-        )
-        .unwrap();
-    let events = store.events("w", None, 10).unwrap();
-    assert_eq!(events.len(), 2);
-    let Event::Layout(layout) = &events[0].event else {
-        panic!("{events:?}")
-    };
-    assert_eq!(layout.lost, ["shares"]);
-    assert!(layout.lost_thresholds.is_empty() && layout.template.is_none());
-    assert_eq!(events[0].event.line(), "layout  layout changed: clips lost");
-    let Event::Change(change) = &events[1].event else {
-        panic!("{events:?}")
-    };
-    assert_eq!(change.kind, ChangeKind::Update);
-    assert_eq!(change.line(), "update  Shares / GAZP: 1 -> 2 (+1)");
-    // The typed event writes back the JSON stored.
-    assert_eq!(serde_json::to_value(&events[1].event).unwrap(), update);
-
-    // An event of no known shape: the raw read still gives it, the typed
-    // read names it.
-    let xml = page(3);
-    store
-        .record(
-            "w",
-            &hash_of(&xml),
-            &xml,
-            t0() + 2 * DAY,
-            &[event("text", 0)],
-            &Retention::default(),
-        )
-        .unwrap();
-    let raw = store.changes("w", None, 10).unwrap();
-    assert_eq!(raw[0].kind, "text");
-    let err = store.events("w", None, 10).unwrap_err();
-    assert!(
-        matches!(&err, StoreError::CorruptChange { watch, change_id, .. }
-            if watch == "w" && *change_id == raw[0].id),
-        "{err:?}"
-    );
-    // Older pages still read.
-    assert_eq!(store.events("w", Some(raw[0].id), 10).unwrap().len(), 2);
 }
 
 #[test]
@@ -493,278 +552,285 @@ fn threshold_states_keep_their_stored_text_and_an_unknown_one_is_corrupt() {
     );
 }
 
-#[test]
-fn a_hierarchy_over_the_limit_is_refused() {
-    let mut store = Store::open_in_memory().unwrap();
-    let xml = "x".repeat(MAX_XML_BYTES + 1);
-    let err = store
-        .record("w", "h", &xml, t0(), &[], &Retention::default())
-        .unwrap_err();
-    assert!(
-        matches!(err, StoreError::TooLarge { size, limit, .. } if size == MAX_XML_BYTES + 1 && limit == MAX_XML_BYTES),
-        "{err:?}"
-    );
-    assert_eq!(store.current("w").unwrap(), None);
-}
-
-#[test]
-fn times_are_kept_to_the_millisecond_on_both_sides_of_1970() {
-    let mut store = Store::open_in_memory().unwrap();
-    let precise = UNIX_EPOCH + Duration::new(1_750_000_000, 123_456_789);
-    record_page(&mut store, "after", 1, precise, 0);
-    assert_eq!(
-        store.current("after").unwrap().unwrap().taken_at,
-        UNIX_EPOCH + Duration::from_millis(1_750_000_000_123)
-    );
-
-    let before = UNIX_EPOCH - Duration::from_millis(86_400_123);
-    record_page(&mut store, "before", 1, before, 1);
-    assert_eq!(store.current("before").unwrap().unwrap().taken_at, before);
-    assert_eq!(store.changes("before", None, 1).unwrap()[0].at, before);
-
-    if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(1 << 62)) {
+on_both! {
+    fn a_hierarchy_over_the_limit_is_refused(engine: &Engine) {
+        let mut store = engine.open();
+        let xml = "x".repeat(MAX_XML_BYTES + 1);
         let err = store
-            .record("far", "h", "<x/>", far, &[], &Retention::default())
+            .record("w", "h", &xml, t0(), &[], &Retention::default())
             .unwrap_err();
         assert!(
-            matches!(err, StoreError::TimeOutOfRange { time } if time == far),
+            matches!(err, StoreError::TooLarge { size, limit, .. } if size == MAX_XML_BYTES + 1 && limit == MAX_XML_BYTES),
             "{err:?}"
         );
-    }
+        assert_eq!(store.current("w").unwrap(), None);
+}
+}
+
+on_both! {
+    fn times_are_kept_to_the_millisecond_on_both_sides_of_1970(engine: &Engine) {
+        let mut store = engine.open();
+        let precise = UNIX_EPOCH + Duration::new(1_750_000_000, 123_456_789);
+        record_page(&mut store, "after", 1, precise, 0);
+        assert_eq!(
+            store.current("after").unwrap().unwrap().taken_at,
+            UNIX_EPOCH + Duration::from_millis(1_750_000_000_123)
+        );
+
+        let before = UNIX_EPOCH - Duration::from_millis(86_400_123);
+        record_page(&mut store, "before", 1, before, 1);
+        assert_eq!(store.current("before").unwrap().unwrap().taken_at, before);
+        assert_eq!(store.changes("before", None, 1).unwrap()[0].at, before);
+
+        if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(1 << 62)) {
+            let err = store
+                .record("far", "h", "<x/>", far, &[], &Retention::default())
+                .unwrap_err();
+            assert!(
+                matches!(err, StoreError::TimeOutOfRange { time } if time == far),
+                "{err:?}"
+            );
+        }
+}
 }
 
 // ---------------------------------------------------------------- retention
 
-#[test]
-fn keep_versions_leaves_the_newest_snapshots() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    let retention = keep(3, 90);
-    let ids: Vec<i64> = (1..=10)
-        .map(|n| {
-            record_page_with(
-                &mut store,
-                "w",
-                n,
-                t0() + n as u32 * 60 * Duration::from_secs(1),
-                1,
-                &retention,
-            )
-        })
-        .collect();
-    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
-    assert_eq!(kept, vec![ids[9], ids[8], ids[7]]);
-    assert_eq!(store.current("w").unwrap().unwrap().xml, page(10));
-    assert_eq!(store.watches().unwrap()[0].snapshots, 3);
+on_both! {
+    fn keep_versions_leaves_the_newest_snapshots(engine: &Engine) {
+        let mut store = engine.open();
+        let retention = keep(3, 90);
+        let ids: Vec<i64> = (1..=10)
+            .map(|n| {
+                record_page_with(
+                    &mut store,
+                    "w",
+                    n,
+                    t0() + n as u32 * 60 * Duration::from_secs(1),
+                    1,
+                    &retention,
+                )
+            })
+            .collect();
+        let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+        assert_eq!(kept, vec![ids[9], ids[8], ids[7]]);
+        assert_eq!(store.current("w").unwrap().unwrap().xml, page(10));
+        assert_eq!(store.watches().unwrap()[0].snapshots, 3);
+}
 }
 
-#[test]
-fn keep_days_prunes_snapshots_by_their_time() {
-    let mut store = Store::open_in_memory().unwrap();
-    let now = t0();
-    let retention = keep(100, 7);
-    // Taken 30, 20, 8, 6 and 1 days before `now`.
-    let ids: Vec<i64> = [30, 20, 8, 6, 1]
-        .iter()
-        .enumerate()
-        .map(|(n, days)| {
-            record_page_with(&mut store, "w", n as u64, now - *days * DAY, 0, &retention)
-        })
-        .collect();
-    // Each record prunes against its own time: at "1 day ago", the cutoff is
-    // 8 days ago, so the snapshots of 30 and 20 days ago went, 8 days stays.
-    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
-    assert_eq!(kept, vec![ids[4], ids[3], ids[2]]);
+on_both! {
+    fn keep_days_prunes_snapshots_by_their_time(engine: &Engine) {
+        let mut store = engine.open();
+        let now = t0();
+        let retention = keep(100, 7);
+        // Taken 30, 20, 8, 6 and 1 days before `now`.
+        let ids: Vec<i64> = [30, 20, 8, 6, 1]
+            .iter()
+            .enumerate()
+            .map(|(n, days)| {
+                record_page_with(&mut store, "w", n as u64, now - *days * DAY, 0, &retention)
+            })
+            .collect();
+        // Each record prunes against its own time: at "1 day ago", the cutoff is
+        // 8 days ago, so the snapshots of 30 and 20 days ago went, 8 days stays.
+        let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+        assert_eq!(kept, vec![ids[4], ids[3], ids[2]]);
 
-    let pruned = store.prune(&retention, now).unwrap();
-    assert_eq!(
-        pruned,
-        Pruned {
-            snapshots: 1,
-            changes: 0
+        let pruned = store.prune(&retention, now).unwrap();
+        assert_eq!(
+            pruned,
+            Pruned {
+                snapshots: 1,
+                changes: 0
+            }
+        );
+        let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
+        assert_eq!(kept, vec![ids[4], ids[3]]);
+}
+}
+
+on_both! {
+    fn the_current_snapshot_and_its_events_are_never_pruned(engine: &Engine) {
+        let mut store = engine.open();
+        let old = t0() - 365 * DAY;
+        let first = record_page_with(&mut store, "w", 1, old - DAY, 1, &keep(1, 1));
+        let current = record_page_with(&mut store, "w", 2, old, 2, &keep(1, 1));
+
+        let pruned = store.prune(&keep(1, 1), t0()).unwrap();
+        // The first snapshot went at the second record (keep 1 version); its
+        // event is older than a day now.
+        assert_eq!(
+            pruned,
+            Pruned {
+                snapshots: 0,
+                changes: 1
+            }
+        );
+        assert_eq!(store.snapshot(first).unwrap(), None);
+        let snapshot = store.current("w").unwrap().unwrap();
+        assert_eq!((snapshot.id, snapshot.xml), (current, page(2)));
+        let events = store.changes("w", None, 10).unwrap();
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(|e| e.snapshot_id == Some(current)));
+
+        // An unchanged check a year later prunes nothing either.
+        let xml = page(2);
+        assert_eq!(
+            store
+                .record("w", &hash_of(&xml), &xml, t0(), &[], &keep(1, 1))
+                .unwrap(),
+            Recorded::Unchanged
+        );
+        assert_eq!(store.snapshots("w").unwrap().len(), 1);
+}
+}
+
+on_both! {
+    fn events_outlive_their_snapshots_until_keep_days(engine: &Engine) {
+        let mut store = engine.open();
+        let retention = keep(2, 10);
+        let ids: Vec<i64> = (0..5)
+            .map(|n| record_page_with(&mut store, "w", n, t0() + n as u32 * DAY, 1, &retention))
+            .collect();
+        assert_eq!(store.snapshots("w").unwrap().len(), 2);
+        let events = store.changes("w", None, 100).unwrap();
+        assert_eq!(events.len(), 5, "events are kept when their snapshot goes");
+        let links: Vec<Option<i64>> = events.iter().map(|e| e.snapshot_id).collect();
+        assert_eq!(links, vec![Some(ids[4]), Some(ids[3]), None, None, None]);
+
+        // Twelve days after the first check, the events of days 0 and 1 are
+        // older than 10 days.
+        let pruned = store.prune(&retention, t0() + 12 * DAY).unwrap();
+        assert_eq!(pruned.changes, 2);
+        assert_eq!(store.changes("w", None, 100).unwrap().len(), 3);
+}
+}
+
+on_both! {
+    fn retention_applies_to_one_watch_on_record_and_to_all_on_prune(engine: &Engine) {
+        let mut store = engine.open();
+        for n in 0..5 {
+            record_page(&mut store, "a", n, t0() + n as u32 * DAY, 0);
+            record_page(&mut store, "b", n, t0() + n as u32 * DAY, 0);
         }
-    );
-    let kept: Vec<i64> = store.snapshots("w").unwrap().iter().map(|s| s.0).collect();
-    assert_eq!(kept, vec![ids[4], ids[3]]);
+        record_page_with(&mut store, "a", 9, t0() + 9 * DAY, 0, &keep(2, 90));
+        assert_eq!(store.snapshots("a").unwrap().len(), 2);
+        assert_eq!(store.snapshots("b").unwrap().len(), 5);
+
+        let pruned = store.prune(&keep(2, 90), t0() + 9 * DAY).unwrap();
+        assert_eq!(pruned.snapshots, 3);
+        assert_eq!(store.snapshots("b").unwrap().len(), 2);
+}
 }
 
-#[test]
-fn the_current_snapshot_and_its_events_are_never_pruned() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    let old = t0() - 365 * DAY;
-    let first = record_page_with(&mut store, "w", 1, old - DAY, 1, &keep(1, 1));
-    let current = record_page_with(&mut store, "w", 2, old, 2, &keep(1, 1));
+on_both! {
+    fn zero_retention_bounds_are_refused(engine: &Engine) {
+        assert_eq!(Retention::default(), keep(100, 90));
+        assert!(Retention::new(1, 1).is_ok());
+        let mut store = engine.open();
+        for bad in [keep(0, 90), keep(100, 0), keep(0, 0)] {
+            let err = Retention::new(bad.keep_versions, bad.keep_days).unwrap_err();
+            assert!(
+                matches!(err, StoreError::InvalidRetention { .. }),
+                "{err:?}"
+            );
+            assert!(
+                err.to_string()
+                    .starts_with("retention must keep at least 1"),
+                "{err}"
+            );
 
-    let pruned = store.prune(&keep(1, 1), t0()).unwrap();
-    // The first snapshot went at the second record (keep 1 version); its
-    // event is older than a day now.
-    assert_eq!(
-        pruned,
-        Pruned {
-            snapshots: 0,
-            changes: 1
+            let err = store.record("w", "h", "<x/>", t0(), &[], &bad).unwrap_err();
+            assert!(
+                matches!(err, StoreError::InvalidRetention { .. }),
+                "{err:?}"
+            );
+            let err = store.prune(&bad, t0()).unwrap_err();
+            assert!(
+                matches!(err, StoreError::InvalidRetention { .. }),
+                "{err:?}"
+            );
         }
-    );
-    assert_eq!(store.snapshot(first).unwrap(), None);
-    let snapshot = store.current("w").unwrap().unwrap();
-    assert_eq!((snapshot.id, snapshot.xml), (current, page(2)));
-    let events = store.changes("w", None, 10).unwrap();
-    assert_eq!(events.len(), 2);
-    assert!(events.iter().all(|e| e.snapshot_id == Some(current)));
-
-    // An unchanged check a year later prunes nothing either.
-    let xml = page(2);
-    assert_eq!(
-        store
-            .record("w", &hash_of(&xml), &xml, t0(), &[], &keep(1, 1))
-            .unwrap(),
-        Recorded::Unchanged
-    );
-    assert_eq!(store.snapshots("w").unwrap().len(), 1);
+        assert!(store.watches().unwrap().is_empty());
 }
-
-#[test]
-fn events_outlive_their_snapshots_until_keep_days() {
-    let mut store = Store::open_in_memory().unwrap();
-    let retention = keep(2, 10);
-    let ids: Vec<i64> = (0..5)
-        .map(|n| record_page_with(&mut store, "w", n, t0() + n as u32 * DAY, 1, &retention))
-        .collect();
-    assert_eq!(store.snapshots("w").unwrap().len(), 2);
-    let events = store.changes("w", None, 100).unwrap();
-    assert_eq!(events.len(), 5, "events are kept when their snapshot goes");
-    let links: Vec<Option<i64>> = events.iter().map(|e| e.snapshot_id).collect();
-    assert_eq!(links, vec![Some(ids[4]), Some(ids[3]), None, None, None]);
-
-    // Twelve days after the first check, the events of days 0 and 1 are
-    // older than 10 days.
-    let pruned = store.prune(&retention, t0() + 12 * DAY).unwrap();
-    assert_eq!(pruned.changes, 2);
-    assert_eq!(store.changes("w", None, 100).unwrap().len(), 3);
-}
-
-#[test]
-fn retention_applies_to_one_watch_on_record_and_to_all_on_prune() {
-    let mut store = Store::open_in_memory().unwrap();
-    for n in 0..5 {
-        record_page(&mut store, "a", n, t0() + n as u32 * DAY, 0);
-        record_page(&mut store, "b", n, t0() + n as u32 * DAY, 0);
-    }
-    record_page_with(&mut store, "a", 9, t0() + 9 * DAY, 0, &keep(2, 90));
-    assert_eq!(store.snapshots("a").unwrap().len(), 2);
-    assert_eq!(store.snapshots("b").unwrap().len(), 5);
-
-    let pruned = store.prune(&keep(2, 90), t0() + 9 * DAY).unwrap();
-    assert_eq!(pruned.snapshots, 3);
-    assert_eq!(store.snapshots("b").unwrap().len(), 2);
-}
-
-#[test]
-fn zero_retention_bounds_are_refused() {
-    assert_eq!(Retention::default(), keep(100, 90));
-    assert!(Retention::new(1, 1).is_ok());
-    let mut store = Store::open_in_memory().unwrap();
-    for bad in [keep(0, 90), keep(100, 0), keep(0, 0)] {
-        let err = Retention::new(bad.keep_versions, bad.keep_days).unwrap_err();
-        assert!(
-            matches!(err, StoreError::InvalidRetention { .. }),
-            "{err:?}"
-        );
-        assert!(
-            err.to_string()
-                .starts_with("retention must keep at least 1"),
-            "{err}"
-        );
-
-        let err = store.record("w", "h", "<x/>", t0(), &[], &bad).unwrap_err();
-        assert!(
-            matches!(err, StoreError::InvalidRetention { .. }),
-            "{err:?}"
-        );
-        let err = store.prune(&bad, t0()).unwrap_err();
-        assert!(
-            matches!(err, StoreError::InvalidRetention { .. }),
-            "{err:?}"
-        );
-    }
-    assert!(store.watches().unwrap().is_empty());
 }
 
 // ---------------------------------------------------------------- listing
 
-#[test]
-fn changes_page_newest_first_and_stay_stable() {
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    record_page(&mut store, "other", 1, t0(), 4);
-    for n in 1..=6 {
-        record_page(&mut store, "w", n, t0() + n as u32 * DAY, n);
-    }
-    // 1 + 2 + ... + 6 = 21 events.
-    let everything = store.changes("w", None, 1000).unwrap();
-    assert_eq!(everything.len(), 21);
-    assert!(everything.windows(2).all(|w| w[0].id > w[1].id));
-    assert!(everything.iter().all(|e| e.watch == "w"));
+on_both! {
+    fn changes_page_newest_first_and_stay_stable(engine: &Engine) {
+        let mut store = engine.open();
+        record_page(&mut store, "other", 1, t0(), 4);
+        for n in 1..=6 {
+            record_page(&mut store, "w", n, t0() + n as u32 * DAY, n);
+        }
+        // 1 + 2 + ... + 6 = 21 events.
+        let everything = store.changes("w", None, 1000).unwrap();
+        assert_eq!(everything.len(), 21);
+        assert!(everything.windows(2).all(|w| w[0].id > w[1].id));
+        assert!(everything.iter().all(|e| e.watch == "w"));
 
-    for size in [1, 4, 7, 21, 50] {
-        assert_eq!(
-            all_changes(&store, "w", size),
-            everything,
-            "page size {size}"
-        );
-    }
+        for size in [1, 4, 7, 21, 50] {
+            assert_eq!(
+                all_changes(&store, "w", size),
+                everything,
+                "page size {size}"
+            );
+        }
 
-    // New events recorded between pages do not shift the pages after.
-    let first_page = store.changes("w", None, 5).unwrap();
-    record_page(&mut store, "w", 7, t0() + 7 * DAY, 3);
-    let rest = changes_before(&store, "w", Some(first_page.last().unwrap().id), 5);
-    let mut joined = first_page;
-    joined.extend(rest);
-    assert_eq!(joined, everything);
+        // New events recorded between pages do not shift the pages after.
+        let first_page = store.changes("w", None, 5).unwrap();
+        record_page(&mut store, "w", 7, t0() + 7 * DAY, 3);
+        let rest = changes_before(&store, "w", Some(first_page.last().unwrap().id), 5);
+        let mut joined = first_page;
+        joined.extend(rest);
+        assert_eq!(joined, everything);
 
-    assert!(store.changes("w", None, 0).unwrap().is_empty());
-    assert!(store.changes("nobody", None, 10).unwrap().is_empty());
-    assert!(store.changes("w", Some(i64::MIN), 10).unwrap().is_empty());
+        assert!(store.changes("w", None, 0).unwrap().is_empty());
+        assert!(store.changes("nobody", None, 10).unwrap().is_empty());
+        assert!(store.changes("w", Some(i64::MIN), 10).unwrap().is_empty());
+}
 }
 
-#[test]
-fn watches_and_snapshots_describe_each_watch() {
-    let mut store = Store::open_in_memory().unwrap();
-    assert!(store.watches().unwrap().is_empty());
-    assert!(store.snapshots("b").unwrap().is_empty());
-    assert_eq!(store.current_hash("b").unwrap(), None);
-    assert_eq!(store.current("b").unwrap(), None);
+on_both! {
+    fn watches_and_snapshots_describe_each_watch(engine: &Engine) {
+        let mut store = engine.open();
+        assert!(store.watches().unwrap().is_empty());
+        assert!(store.snapshots("b").unwrap().is_empty());
+        assert_eq!(store.current_hash("b").unwrap(), None);
+        assert_eq!(store.current("b").unwrap(), None);
 
-    record_page(&mut store, "b", 1, t0(), 0);
-    let b2 = record_page(&mut store, "b", 2, t0() + DAY, 0);
-    let a1 = record_page(&mut store, "a", 1, t0() + 2 * DAY, 0);
-    let xml = page(2);
-    store
-        .record(
-            "b",
-            &hash_of(&xml),
-            &xml,
-            t0() + 3 * DAY,
-            &[],
-            &Retention::default(),
-        )
-        .unwrap();
+        record_page(&mut store, "b", 1, t0(), 0);
+        let b2 = record_page(&mut store, "b", 2, t0() + DAY, 0);
+        let a1 = record_page(&mut store, "a", 1, t0() + 2 * DAY, 0);
+        let xml = page(2);
+        store
+            .record(
+                "b",
+                &hash_of(&xml),
+                &xml,
+                t0() + 3 * DAY,
+                &[],
+                &Retention::default(),
+            )
+            .unwrap();
 
-    let watches = store.watches().unwrap();
-    assert_eq!(watches.len(), 2);
-    let (a, b) = (&watches[0], &watches[1]);
-    assert_eq!((a.id.as_str(), a.snapshot_id, a.snapshots), ("a", a1, 1));
-    assert_eq!(
-        (a.last_checked, a.last_changed),
-        (t0() + 2 * DAY, t0() + 2 * DAY)
-    );
-    assert_eq!((b.id.as_str(), b.snapshot_id, b.snapshots), ("b", b2, 2));
-    assert_eq!(b.hash, hash_of(&page(2)));
-    assert_eq!(
-        (b.last_checked, b.last_changed),
-        (t0() + 3 * DAY, t0() + DAY)
-    );
+        let watches = store.watches().unwrap();
+        assert_eq!(watches.len(), 2);
+        let (a, b) = (&watches[0], &watches[1]);
+        assert_eq!((a.id.as_str(), a.snapshot_id, a.snapshots), ("a", a1, 1));
+        assert_eq!(
+            (a.last_checked, a.last_changed),
+            (t0() + 2 * DAY, t0() + 2 * DAY)
+        );
+        assert_eq!((b.id.as_str(), b.snapshot_id, b.snapshots), ("b", b2, 2));
+        assert_eq!(b.hash, hash_of(&page(2)));
+        assert_eq!(
+            (b.last_checked, b.last_changed),
+            (t0() + 3 * DAY, t0() + DAY)
+        );
+}
 }
 
 #[test]
@@ -1313,112 +1379,269 @@ fn a_killed_writer_leaves_a_whole_database() {
 
 // ---------------------------------------------------------------- daemon state
 
-#[test]
-fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait() {
-    use semclip::store::{CheckState, Level, OutboxState, Queued, ThresholdRecord, WatchStatus};
-    let (_dir, path) = temp_db();
-    let mut store = Store::open(&path).unwrap();
-    let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-    let queued = |id: &str, notifier: &str, digest: Option<Duration>| Queued {
-        alert_id: id.to_owned(),
-        notifier: notifier.to_owned(),
-        body: format!("{{\"id\":\"{id}\"}}"),
-        digest,
-    };
-    let hour = Some(Duration::from_secs(3600));
-    let state = CheckState {
-        status: WatchStatus {
-            watch: "w".into(),
-            next_run: Some(t0 + Duration::from_secs(60)),
-            etag: Some("\"e1\"".into()),
-            failures: 0,
-            ..WatchStatus::default()
-        },
-        thresholds: vec![ThresholdRecord {
-            name: "high".into(),
-            state: Level::Alarm,
-            value: Some(301.5),
-            node: None,
-            since: t0,
-        }],
-        values: vec![("high".into(), 301.5)],
-        alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
-        layout: Some("{\"changed\":false}".into()),
-        layout_event: None,
-    };
-    store.record_check("w", t0, None, &state).unwrap();
-    assert_eq!(
-        store.layout_state("w").unwrap().as_deref(),
-        Some("{\"changed\":false}")
-    );
-    let status = store.status("w").unwrap().unwrap();
-    assert_eq!(status.etag.as_deref(), Some("\"e1\""));
-    assert_eq!(status.next_run, Some(t0 + Duration::from_secs(60)));
-    assert_eq!(store.thresholds("w").unwrap(), state.thresholds);
-    assert_eq!(
-        store.threshold_values("w", "high", 10).unwrap(),
-        [(t0, 301.5)]
-    );
-    let due = store.due_alerts(t0, 10).unwrap();
-    assert_eq!(due.len(), 2, "no digest sent yet: both due now");
+on_both! {
+    fn a_check_writes_status_thresholds_and_outbox_together_and_digests_wait(engine: &Engine) {
+        use semclip::store::{CheckState, Level, OutboxState, Queued, ThresholdRecord, WatchStatus};
+        let mut store = engine.open();
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let queued = |id: &str, notifier: &str, digest: Option<Duration>| Queued {
+            alert_id: id.to_owned(),
+            notifier: notifier.to_owned(),
+            body: format!("{{\"id\":\"{id}\"}}"),
+            digest,
+        };
+        let hour = Some(Duration::from_secs(3600));
+        let state = CheckState {
+            status: WatchStatus {
+                watch: "w".into(),
+                next_run: Some(t0 + Duration::from_secs(60)),
+                etag: Some("\"e1\"".into()),
+                failures: 0,
+                ..WatchStatus::default()
+            },
+            thresholds: vec![ThresholdRecord {
+                name: "high".into(),
+                state: Level::Alarm,
+                value: Some(301.5),
+                node: None,
+                since: t0,
+            }],
+            values: vec![("high".into(), 301.5)],
+            alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
+            layout: Some("{\"changed\":false}".into()),
+            layout_event: None,
+        };
+        store.record_check("w", t0, None, &state).unwrap();
+        assert_eq!(
+            store.layout_state("w").unwrap().as_deref(),
+            Some("{\"changed\":false}")
+        );
+        let status = store.status("w").unwrap().unwrap();
+        assert_eq!(status.etag.as_deref(), Some("\"e1\""));
+        assert_eq!(status.next_run, Some(t0 + Duration::from_secs(60)));
+        assert_eq!(store.thresholds("w").unwrap(), state.thresholds);
+        assert_eq!(
+            store.threshold_values("w", "high", 10).unwrap(),
+            [(t0, 301.5)]
+        );
+        let due = store.due_alerts(t0, 10).unwrap();
+        assert_eq!(due.len(), 2, "no digest sent yet: both due now");
 
-    // A failed attempt moves the row; delivery deletes it and starts the digest clock.
-    store
-        .alerts_failed(
-            &[due[0].id],
-            "connection refused",
-            t0 + Duration::from_secs(5),
-            false,
-        )
-        .unwrap();
-    assert_eq!(store.due_alerts(t0, 10).unwrap().len(), 1);
-    store.alerts_delivered(&[due[1].id], t0).unwrap();
-    let later = t0 + Duration::from_secs(10);
-    let again = CheckState {
-        status: state.status.clone(),
-        alerts: vec![queued("a3", "log", hour)],
-        ..CheckState::default()
-    };
-    store.record_check("w", later, None, &again).unwrap();
-    let rows = store.outbox().unwrap();
-    assert_eq!(rows.len(), 2);
-    let a3 = rows.iter().find(|r| r.alert_id == "a3").unwrap();
-    assert_eq!(
-        a3.next_attempt,
-        t0 + Duration::from_secs(3600),
-        "waits for the digest interval"
-    );
-    let a1 = rows.iter().find(|r| r.alert_id == "a1").unwrap();
-    assert_eq!(
-        (a1.attempts, a1.last_error.as_deref()),
-        (1, Some("connection refused"))
-    );
-
-    // Giving up leaves a visible record that is no longer due.
-    store
-        .alerts_failed(&[a1.id], "still refused", later, true)
-        .unwrap();
-    let a1 = store
-        .outbox()
-        .unwrap()
-        .into_iter()
-        .find(|r| r.alert_id == "a1")
-        .unwrap();
-    assert_eq!(a1.state, OutboxState::Failed);
-    assert!(
+        // A failed attempt moves the row; delivery deletes it and starts the digest clock.
         store
-            .due_alerts(later + Duration::from_secs(86_400), 10)
+            .alerts_failed(
+                &[due[0].id],
+                "connection refused",
+                t0 + Duration::from_secs(5),
+                false,
+            )
+            .unwrap();
+        assert_eq!(store.due_alerts(t0, 10).unwrap().len(), 1);
+        store.alerts_delivered(&[due[1].id], t0).unwrap();
+        let later = t0 + Duration::from_secs(10);
+        let again = CheckState {
+            status: state.status.clone(),
+            alerts: vec![queued("a3", "log", hour)],
+            ..CheckState::default()
+        };
+        store.record_check("w", later, None, &again).unwrap();
+        let rows = store.outbox().unwrap();
+        assert_eq!(rows.len(), 2);
+        let a3 = rows.iter().find(|r| r.alert_id == "a3").unwrap();
+        assert_eq!(
+            a3.next_attempt,
+            t0 + Duration::from_secs(3600),
+            "waits for the digest interval"
+        );
+        let a1 = rows.iter().find(|r| r.alert_id == "a1").unwrap();
+        assert_eq!(
+            (a1.attempts, a1.last_error.as_deref()),
+            (1, Some("connection refused"))
+        );
+
+        // Giving up leaves a visible record that is no longer due.
+        store
+            .alerts_failed(&[a1.id], "still refused", later, true)
+            .unwrap();
+        let a1 = store
+            .outbox()
             .unwrap()
-            .iter()
-            .all(|r| r.alert_id != "a1")
-    );
+            .into_iter()
+            .find(|r| r.alert_id == "a1")
+            .unwrap();
+        assert_eq!(a1.state, OutboxState::Failed);
+        assert!(
+            store
+                .due_alerts(later + Duration::from_secs(86_400), 10)
+                .unwrap()
+                .iter()
+                .all(|r| r.alert_id != "a1")
+        );
 
-    // Old values go, the newest stays.
-    let keep = semclip::store::Retention::new(10, 1).unwrap();
-    assert_eq!(
-        store
-            .prune_values(&keep, t0 + Duration::from_secs(3 * 86_400))
-            .unwrap(),
-        0
+        // Old values go, the newest stays.
+        let keep = semclip::store::Retention::new(10, 1).unwrap();
+        assert_eq!(
+            store
+                .prune_values(&keep, t0 + Duration::from_secs(3 * 86_400))
+                .unwrap(),
+            0
+        );
+}
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+/// A PostgreSQL test database, or `None` after saying why there is none.
+fn pg_engine(test: &str) -> Option<Engine> {
+    Engine::postgres(test)
+}
+
+#[test]
+fn postgres_a_newer_schema_is_refused_by_name_untouched() {
+    let Some(engine) = pg_engine("postgres_a_newer_schema_is_refused_by_name_untouched") else {
+        return;
+    };
+    record_page(&mut engine.open(), "w", 1, t0(), 0);
+    crate::pg::psql(&engine.database, "UPDATE schema_version SET version = 99");
+    let err = Store::open_database(&engine.database).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::TooNew { found: 99, supported, .. }
+                if supported == semclip::store::pg::SCHEMA_VERSION
+        ),
+        "{err:?}"
     );
+    assert!(
+        err.to_string()
+            .contains("was written by a newer semclip (schema 99"),
+        "{err}"
+    );
+    assert_eq!(
+        crate::pg::psql(&engine.database, "SELECT version FROM schema_version"),
+        "99"
+    );
+}
+
+#[test]
+fn postgres_another_applications_database_is_refused_untouched() {
+    let Some(engine) = pg_engine("postgres_another_applications_database_is_refused_untouched")
+    else {
+        return;
+    };
+    crate::pg::psql(
+        &engine.database,
+        "CREATE TABLE users (id BIGINT PRIMARY KEY)",
+    );
+    let err = Store::open_database(&engine.database).unwrap_err();
+    assert!(matches!(err, StoreError::Foreign { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{}` is a PostgreSQL database with other tables but not a semclip snapshot store",
+            engine.database
+        )
+    );
+    let tables = crate::pg::psql(
+        &engine.database,
+        "SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname = 'public'",
+    );
+    assert_eq!(tables, "users", "left as it was");
+}
+
+#[test]
+fn postgres_replicas_opening_an_empty_database_at_once_create_it_once() {
+    let Some(engine) =
+        pg_engine("postgres_replicas_opening_an_empty_database_at_once_create_it_once")
+    else {
+        return;
+    };
+    let barrier = Arc::new(Barrier::new(6));
+    let opened: Vec<_> = (0..6)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            let database = engine.database.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                Store::open_database(&database).map(drop)
+            })
+        })
+        .collect();
+    for handle in opened {
+        handle.join().unwrap().unwrap_or_else(|e| panic!("{e:#?}"));
+    }
+    assert_eq!(
+        crate::pg::psql(&engine.database, "SELECT version FROM schema_version"),
+        semclip::store::pg::SCHEMA_VERSION.to_string()
+    );
+    assert_eq!(
+        crate::pg::psql(&engine.database, "SELECT count(*) FROM meta"),
+        "1"
+    );
+    record_page(&mut engine.open(), "w", 1, t0(), 1);
+}
+
+#[test]
+fn postgres_sslmode_require_uses_tls_and_its_absence_does_not() {
+    let Some(engine) = pg_engine("postgres_sslmode_require_uses_tls_and_its_absence_does_not")
+    else {
+        return;
+    };
+    // The test cluster has no TLS: asked for, the connection must fail
+    // rather than fall back to plain text.
+    let url = crate::pg::url_with(&engine.database, "?sslmode=require");
+    let database = Database::parse(&url, Path::new("/")).unwrap();
+    let err = Store::open_database(&database).unwrap_err();
+    let chain = format!("{:#}", anyhow::Error::from(err));
+    assert!(chain.contains("TLS"), "{chain}");
+    let plain = crate::pg::url_with(&engine.database, "?sslmode=disable");
+    Store::open_database(&Database::parse(&plain, Path::new("/")).unwrap()).unwrap();
+    engine.open();
+}
+
+#[test]
+fn postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_error() {
+    use semclip::store::pool::StorePool;
+    let Some(engine) = pg_engine(
+        "postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_error",
+    ) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pool = Arc::new(StorePool::open(engine.database.clone()).unwrap());
+        let writes: Vec<_> = (0..8u64)
+            .map(|n| {
+                let pool = Arc::clone(&pool);
+                tokio::spawn(async move {
+                    pool.run(move |store| {
+                        let xml = page(n);
+                        store.record(
+                            &format!("w{n}"),
+                            &hash_of(&xml),
+                            &xml,
+                            t0(),
+                            &[],
+                            &Retention::default(),
+                        )
+                    })
+                    .await
+                })
+            })
+            .collect();
+        for write in writes {
+            write.await.unwrap().unwrap();
+        }
+        let watches = pool.run(|store| store.watches()).await.unwrap();
+        assert_eq!(watches.len(), 8);
+        // Called straight from an async task, the store refuses to block.
+        let err = pool.with(|store| store.current_hash("w1")).unwrap_err();
+        assert!(err.to_string().contains("cannot"), "{err}");
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        assert!(chain.contains("called from an async task"), "{chain}");
+    });
 }
