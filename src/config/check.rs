@@ -1452,7 +1452,8 @@ fn watch(
     let url = page_url(&raw.url, fence, public_clip(&raw), cx);
     let schedule = schedule(&raw.schedule, cx);
     let fetch = watch_fetch(raw.fetch.as_ref().map(|f| &f.value), &daemon.fetch, cx);
-    let ignore = ignore_list(raw.ignore.as_ref(), cx);
+    let ignore = xpath_list(raw.ignore.as_ref(), "ignore", cx);
+    let blocked = xpath_list(raw.blocked.as_ref(), "blocked", cx);
     let mut clips = BTreeMap::new();
     for (name, c) in raw.clips.iter().flatten() {
         clips.insert(name.clone(), clip(name, c, daemon, cx));
@@ -1477,6 +1478,7 @@ fn watch(
             schedule: schedule?,
             fetch: fetch?,
             ignore,
+            blocked,
             clips,
             thresholds: thresholds?,
             on_change,
@@ -1520,15 +1522,15 @@ fn watch_id(id: Option<&Sp<String>>, root_at: Pos, cx: &mut Ctx) -> (String, Pos
     (stem, root_at)
 }
 
-/// The `ignore` XPaths that compile.
-fn ignore_list(list: Option<&Sp<Vec<Sp<String>>>>, cx: &mut Ctx) -> Vec<String> {
-    let mut ignore = Vec::new();
+/// The XPaths of the list `key` (`ignore`, `blocked`) that compile.
+fn xpath_list(list: Option<&Sp<Vec<Sp<String>>>>, key: &str, cx: &mut Ctx) -> Vec<String> {
+    let mut out = Vec::new();
     for (i, x) in list.iter().flat_map(|l| l.value.iter()).enumerate() {
-        if cx.xpath(x, &format!("ignore[{i}]")).is_some() {
-            ignore.push(x.value.clone());
+        if cx.xpath(x, &format!("{key}[{i}]")).is_some() {
+            out.push(x.value.clone());
         }
     }
-    ignore
+    out
 }
 
 /// Clip `name`: what it selects (an XPath, or an extractor and the XPath

@@ -513,6 +513,9 @@ pub struct Watch {
     pub fetch: WatchFetch,
     /// XPaths of what to leave out of diffs and the content hash.
     pub ignore: Vec<String>,
+    /// XPaths that mark a block page served as a page
+    /// ([`crate::page::blocked`]).
+    pub blocked: Vec<String>,
     /// Named clips.
     pub clips: BTreeMap<String, Clip>,
     /// Thresholds, in file order.

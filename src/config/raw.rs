@@ -654,6 +654,8 @@ pub(crate) struct RawWatch {
     pub fetch: Option<Sp<RawWatchFetch>>,
     /// XPaths of parts left out of diffs and of the content hash.
     pub ignore: Option<Sp<Vec<Sp<String>>>>,
+    /// XPaths over the hierarchy that mark a challenge or block page served as a page (a captcha, a "verify you are human" notice): such a page is a `blocked` failure, never compared or stored.
+    pub blocked: Option<Sp<Vec<Sp<String>>>>,
     /// Named clips of the page.
     pub clips: Option<BTreeMap<String, Sp<RawClip>>>,
     /// Numeric thresholds.

@@ -138,6 +138,7 @@ pub fn describe(report: &CheckReport) -> String {
         PageOutcome::First => "first snapshot stored".to_owned(),
         PageOutcome::Changed(changes) => format!("{} semantic changes", changes.len()),
         PageOutcome::Failed(error) => format!("FAILED: {error}"),
+        PageOutcome::Blocked(reason) => format!("BLOCKED: {reason}"),
     };
     format!("{}: {what}", report.watch)
 }
@@ -482,7 +483,7 @@ fn log_outcome(report: &CheckReport) {
         _ => 0,
     };
     match &report.outcome {
-        PageOutcome::Failed(error) => {
+        PageOutcome::Failed(error) | PageOutcome::Blocked(error) => {
             tracing::warn!(watch = %watch, outcome = %outcome, changes, error = %error, "check finished");
         }
         _ => tracing::info!(watch = %watch, outcome = %outcome, changes, "check finished"),

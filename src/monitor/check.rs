@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 use crate::config::{Auth, DaemonConfig, Watch};
 use crate::diff::Change;
+use crate::hierarchy::Hierarchy;
 use crate::monitor::compare::{self, Prepared};
 use crate::monitor::fingerprint;
 use crate::monitor::layout::{self, LayoutState};
@@ -127,11 +128,15 @@ pub enum PageOutcome {
     Changed(Vec<Change>),
     /// The check failed.
     Failed(String),
+    /// The answer was a block, not the page (a bot challenge, a rate
+    /// limit, a page matching the watch's `blocked` XPaths): a failure that
+    /// is never compared or stored ([`crate::page::blocked`]).
+    Blocked(String),
 }
 
 impl PageOutcome {
     /// The outcome as one word, for logs and metrics: `not_modified`,
-    /// `unchanged`, `first`, `changed` or `failed`.
+    /// `unchanged`, `first`, `changed`, `failed` or `blocked`.
     pub fn kind(&self) -> &'static str {
         match self {
             PageOutcome::NotModified => "not_modified",
@@ -139,6 +144,7 @@ impl PageOutcome {
             PageOutcome::First => "first",
             PageOutcome::Changed(_) => "changed",
             PageOutcome::Failed(_) => "failed",
+            PageOutcome::Blocked(_) => "blocked",
         }
     }
 }
@@ -190,6 +196,16 @@ pub fn backed_off(now: SystemTime, next: SystemTime, failures: u32) -> SystemTim
         .saturating_mul(factor)
         .min(MAX_BACKOFF.max(interval));
     (now + delay).max(next)
+}
+
+/// The first of the watch's `blocked` XPaths that selects something in
+/// `h`: the page is a challenge or block page served as a page.
+fn blocked_by<'x>(blocked: &'x [String], h: &Hierarchy) -> Option<&'x str> {
+    if blocked.is_empty() {
+        return None;
+    }
+    let ev = Evaluator::new(h);
+    blocked.iter().find(|x| ev.selects(x)).map(String::as_str)
 }
 
 /// True when `body` is the body of the stored snapshot, fetched again with
@@ -538,7 +554,11 @@ impl<'a> Work<'a> {
             Err(error) => {
                 let message = error_chain(&error);
                 self.failed(&message, settings.alert_after);
-                Ok((PageOutcome::Failed(message), None, None))
+                let outcome = match error {
+                    SourceError::Blocked { .. } => PageOutcome::Blocked(message),
+                    _ => PageOutcome::Failed(message),
+                };
+                Ok((outcome, None, None))
             }
             Ok(Fetched::NotModified) => {
                 self.succeeded();
@@ -623,6 +643,12 @@ impl<'a> Work<'a> {
             Err(rejected) => return Ok(self.refused(rejected, body, settings)),
         };
         self.status.rejected_body = None;
+        if let Some(xpath) = blocked_by(&self.watch.blocked, &page.hierarchy) {
+            // A challenge served as a page: never compared, never stored.
+            let message = format!("blocked: the page matches the watch's blocked XPath `{xpath}`");
+            self.failed(&message, settings.alert_after);
+            return Ok((PageOutcome::Blocked(message), None, None));
+        }
         let prepared =
             match compare::prepare(store, &self.watch.id, &page.hierarchy, &self.watch.ignore) {
                 Ok(prepared) => prepared,
@@ -955,7 +981,10 @@ pub fn change_line(c: &Change) -> ChangeLine {
 
 /// Whether a report's page outcome is a failure.
 pub fn failed(report: &CheckReport) -> bool {
-    matches!(report.outcome, PageOutcome::Failed(_))
+    matches!(
+        report.outcome,
+        PageOutcome::Failed(_) | PageOutcome::Blocked(_)
+    )
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ struct BuildSettings<'a> {
     url: &'a str,
     data_only: bool,
     ignore: &'a [String],
+    /// (Left out when empty: the fingerprints of watches without it stay.)
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    blocked: &'a [String],
     clips: &'a BTreeMap<String, Clip>,
     /// Their XPaths decide a layout event (a threshold selecting nothing).
     thresholds: &'a [Threshold],
@@ -56,6 +59,7 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         schedule: _,
         fetch: _,
         ignore,
+        blocked,
         clips,
         thresholds,
         on_change: _,
@@ -70,6 +74,7 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         url: url.as_str(),
         data_only: *data_only,
         ignore,
+        blocked,
         clips,
         thresholds,
         layout,

@@ -15,7 +15,7 @@
 use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::HeaderMap;
 
 use super::DeliveryError;
 use crate::error_chain;
@@ -110,18 +110,10 @@ pub(super) fn status_is_transient(status: StatusCode) -> bool {
         || status.is_server_error()
 }
 
-/// `Retry-After` as a delay from `now`: delta-seconds or an HTTP date,
-/// at most [`MAX_RETRY_AFTER`].
+/// `Retry-After` as a delay from `now` (the page fetcher's reading of it,
+/// [`crate::page::blocked::retry_after`]), at most [`MAX_RETRY_AFTER`].
 pub(super) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    let delay = match value.parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => httpdate::parse_http_date(value)
-            .ok()?
-            .duration_since(now)
-            .unwrap_or_default(),
-    };
-    Some(delay.min(MAX_RETRY_AFTER))
+    crate::page::blocked::retry_after(headers, now).map(|d| d.min(MAX_RETRY_AFTER))
 }
 
 /// Every failure to get an answer at all (connect, timeout, reset) is
@@ -142,7 +134,7 @@ fn request_error(target: &str, timeout: Duration, e: reqwest::Error) -> Delivery
 #[allow(clippy::expect_used, reason = "tests fail loudly on purpose")]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
+    use reqwest::header::{HeaderValue, RETRY_AFTER};
 
     #[test]
     fn retry_after_takes_seconds_and_dates() {

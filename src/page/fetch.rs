@@ -30,6 +30,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use url::{Host, Url};
 
+use crate::page::blocked::Blocked;
 use crate::page::fence::{
     self, Fence, FenceError, FencedRead, FencedResolver, ResolverRefusal, Route,
 };
@@ -96,8 +97,9 @@ pub enum Fetched {
 }
 
 /// Whether retrying can help: connection failures, timeouts, 408, 429 and
-/// 5xx. A too-large page, a redirect loop, other 4xx and local file errors
-/// are not retried.
+/// 5xx. A too-large page, a redirect loop, other 4xx, local file errors
+/// and blocks ([`SourceError::Blocked`]: retrying a bot wall at once only
+/// deepens it) are not retried.
 pub fn is_transient(error: &SourceError) -> bool {
     match error {
         SourceError::Fetch { .. } | SourceError::Timeout { .. } => true,
@@ -148,26 +150,44 @@ impl HostLimiter {
     /// Waits for a slot on `host` and for its spacing; the request may
     /// start when this returns and holds the slot until the permit drops.
     pub async fn acquire(&self, host: &str) -> Option<OwnedSemaphorePermit> {
-        let slot = {
-            let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-            Arc::clone(hosts.entry(host.to_owned()).or_insert_with(|| {
-                Arc::new(HostSlot {
-                    permits: Arc::new(Semaphore::new(self.per_host)),
-                    next_start: tokio::sync::Mutex::new(Instant::now()),
-                })
-            }))
-        };
+        let slot = self.slot(host);
         let permit = Arc::clone(&slot.permits).acquire_owned().await.ok()?;
-        if !self.spacing.is_zero() {
-            let start = {
-                let mut next = slot.next_start.lock().await;
-                let start = (*next).max(Instant::now());
-                *next = start + self.spacing;
-                start
-            };
-            tokio::time::sleep_until(start).await;
-        }
+        let start = {
+            let mut next = slot.next_start.lock().await;
+            let start = (*next).max(Instant::now());
+            *next = start + self.spacing;
+            start
+        };
+        tokio::time::sleep_until(start).await;
         Some(permit)
+    }
+
+    /// No request to `host` starts before `until` (a `Retry-After`).
+    pub async fn hold(&self, host: &str, until: Instant) {
+        let slot = self.slot(host);
+        let mut next = slot.next_start.lock().await;
+        if *next < until {
+            *next = until;
+        }
+    }
+
+    /// When the next request to `host` may start, if that is later than
+    /// now: how long it is held.
+    pub async fn held(&self, host: &str) -> Option<Duration> {
+        let slot = self.slot(host);
+        let next = *slot.next_start.lock().await;
+        next.checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
+
+    fn slot(&self, host: &str) -> Arc<HostSlot> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(hosts.entry(host.to_owned()).or_insert_with(|| {
+            Arc::new(HostSlot {
+                permits: Arc::new(Semaphore::new(self.per_host)),
+                next_start: tokio::sync::Mutex::new(Instant::now()),
+            })
+        }))
     }
 }
 
@@ -264,12 +284,31 @@ pub async fn fetch(
         return read_file(&clients.fence, req).await;
     }
     let host = req.url.host_str().unwrap_or_default().to_owned();
+    // A host that asked to be left alone for longer than a request may
+    // take is not waited for: the check fails now, freeing its place for
+    // other hosts' watches, and no request goes out before the time.
+    if let Some(wait) = limiter.held(&host).await
+        && wait > req.opts.request_timeout
+    {
+        return Err(SourceError::Blocked {
+            url: req.url.clone(),
+            blocked: Box::new(Blocked {
+                reason: format!("{host} asked to be left alone for {}s more", wait.as_secs()),
+                retry_after: Some(wait),
+            }),
+        });
+    }
     let mut attempt = 0;
     loop {
         let result = {
             let _permit = limiter.acquire(&host).await;
             follow(clients, req).await
         };
+        if let Err(SourceError::Blocked { blocked, .. }) = &result
+            && let Some(wait) = blocked.retry_after
+        {
+            limiter.hold(&host, Instant::now() + wait).await;
+        }
         match result {
             Ok(HttpFetched::NotModified { .. }) => return Ok(Fetched::NotModified),
             Ok(HttpFetched::Page {
@@ -477,6 +516,52 @@ mod tests {
             let lo = Duration::from_secs(secs);
             assert!(d >= lo && d <= lo.mul_f64(1.25), "{attempt}: {d:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_host_waits_and_other_hosts_do_not() {
+        let limiter = HostLimiter::new(4, Duration::ZERO);
+        let t0 = Instant::now();
+        assert_eq!(limiter.held("a.example").await, None);
+        limiter.hold("a.example", t0 + Duration::from_secs(5)).await;
+        // A shorter hold does not shorten it.
+        limiter.hold("a.example", t0 + Duration::from_secs(1)).await;
+        assert_eq!(
+            limiter.held("a.example").await,
+            Some(Duration::from_secs(5))
+        );
+        let _other = limiter.acquire("b.example").await;
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        let _p = limiter.acquire("a.example").await;
+        assert_eq!(t0.elapsed(), Duration::from_secs(5));
+        assert_eq!(limiter.held("a.example").await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_host_held_past_the_request_timeout_fails_at_once_as_blocked() {
+        let clients = Clients::new(Arc::new(Fence::default()));
+        let limiter = HostLimiter::new(1, Duration::ZERO);
+        let url = Url::parse("http://held.example/page").unwrap_or_else(|e| panic!("{e}"));
+        limiter
+            .hold("held.example", Instant::now() + Duration::from_secs(600))
+            .await;
+        let req = PageRequest {
+            url,
+            opts: FetchOptions::default(),
+            retries: 3,
+            headers: Vec::new(),
+            cookies: Vec::new(),
+            credentials: None,
+            etag: None,
+            last_modified: None,
+        };
+        let t0 = Instant::now();
+        let Err(SourceError::Blocked { blocked, .. }) = fetch(&clients, &limiter, &req).await
+        else {
+            panic!("not blocked");
+        };
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(blocked.retry_after, Some(Duration::from_secs(600)));
     }
 
     #[tokio::test(start_paused = true)]

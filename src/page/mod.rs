@@ -10,6 +10,7 @@
 //!
 //! Nothing here knows about hierarchies, watches' data or the store.
 
+pub mod blocked;
 pub mod budget;
 pub mod dom;
 pub mod fence;

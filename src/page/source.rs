@@ -28,6 +28,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tracing::debug;
 use url::{Host, Url};
 
+use crate::page::blocked;
+
 /// The `User-Agent` semclip sends with every HTTP request.
 pub const USER_AGENT: &str = concat!("semclip/", env!("CARGO_PKG_VERSION"));
 
@@ -181,6 +183,15 @@ pub enum SourceError {
         url: Url,
         /// The status it answered with.
         status: StatusCode,
+    },
+    /// The server answered with a block, not the page: a bot challenge,
+    /// a firewall's block page, a rate limit ([`crate::page::blocked`]).
+    #[error("blocked: {url} answered with {}", blocked.reason)]
+    Blocked {
+        /// The URL that answered (after any redirects).
+        url: Url,
+        /// Who blocked and how, and for how long.
+        blocked: Box<blocked::Blocked>,
     },
     /// The response body (after decompression) is larger than allowed.
     #[error("{url} is larger than the limit of {limit} bytes")]
@@ -524,10 +535,7 @@ pub async fn read_response(
         return Ok(HttpFetched::NotModified { url: final_url });
     }
     if !status.is_success() {
-        return Err(SourceError::Status {
-            url: final_url,
-            status,
-        });
+        return Err(refused(response, final_url).await);
     }
     let header = |name| {
         response
@@ -575,6 +583,36 @@ pub async fn read_response(
         etag,
         last_modified,
     })
+}
+
+/// The error for a non-2xx answer: [`SourceError::Blocked`] when it is a
+/// block ([`blocked::judge`], which reads at most the first
+/// [`blocked::SNIFF_BYTES`] of the body of a 403, 429 or 503),
+/// [`SourceError::Status`] otherwise.
+async fn refused(mut response: reqwest::Response, url: Url) -> SourceError {
+    let status = response.status();
+    let mut head = Vec::new();
+    if matches!(status.as_u16(), 403 | 429 | 503) {
+        // A body that fails half-way is judged on what arrived.
+        while head.len() < blocked::SNIFF_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => head.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+    }
+    match blocked::judge(
+        status,
+        response.headers(),
+        &head,
+        std::time::SystemTime::now(),
+    ) {
+        Some(b) => SourceError::Blocked {
+            url,
+            blocked: Box::new(b),
+        },
+        None => SourceError::Status { url, status },
+    }
 }
 
 /// Whether `held` bytes plus `more` bytes pass `limit`.

@@ -159,6 +159,7 @@ impl Metrics {
             PageOutcome::Unchanged => "unchanged",
             PageOutcome::NotModified => "not_modified",
             PageOutcome::Failed(_) => "failed",
+            PageOutcome::Blocked(_) => "blocked",
         };
         self.checks.get_or_create(&CheckLabels { outcome }).inc();
         self.fetch_seconds.observe(report.fetch_time.as_secs_f64());

@@ -268,6 +268,66 @@ fn thresholds_alert_once_per_crossing_and_markup_churn_stores_nothing() {
 }
 
 #[test]
+fn a_challenge_is_blocked_not_data_and_its_retry_after_holds_the_host() {
+    let site = Site::start("305,40");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let page = "/quotes.html";
+    setup(dir, "", &[("quotes", quotes_watch(&site.url(page), "log"))]);
+    let daemon = Daemon::start(dir);
+    daemon.wait_log("outcome=first", Duration::from_secs(30));
+    // The site turns into a bot wall (503, a challenge page whose table
+    // reads GAZP 0, Retry-After: 5) for a while, then comes back.
+    site.set_blocked(true);
+    daemon.wait_log("outcome=blocked", Duration::from_secs(30));
+    let status = store(dir).status("quotes").unwrap().unwrap();
+    let error = status.last_error.unwrap_or_default();
+    assert!(
+        error.starts_with("blocked: ") && error.contains("Cloudflare challenge (HTTP 503)"),
+        "{error}"
+    );
+    std::thread::sleep(Duration::from_secs(7));
+    site.set_blocked(false);
+    let after = site.seen(page).len();
+    site.wait_for(page, after + 2, Duration::from_secs(30));
+    // The page is back (unchanged: a 304 on its old ETag).
+    let back = || {
+        let log = daemon.log();
+        log.rfind("outcome=blocked")
+            .is_some_and(|at| log[at..].contains("outcome=not_modified"))
+    };
+    wait_until("a check after the wall", Duration::from_secs(30), back);
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0));
+
+    // Every request after a challenge waited its Retry-After (the site's
+    // clock: the daemon heard the answer after the site logged it).
+    let seen = site.seen(page);
+    let challenges = seen.iter().filter(|s| s.status == 503).count();
+    assert!(challenges >= 1, "{seen:#?}");
+    for pair in seen.windows(2) {
+        if pair[0].status == 503 {
+            let gap = pair[1].at.duration_since(pair[0].at);
+            assert!(gap >= Duration::from_secs(5), "{gap:?} after a 503");
+        }
+    }
+    // The challenge was never compared or stored: one snapshot, no change
+    // event, no threshold crossing to 0, and the watch is healthy again.
+    let store = store(dir);
+    assert_eq!(store.snapshots("quotes").unwrap().len(), 1);
+    assert_eq!(store.changes("quotes", None, 100).unwrap().len(), 0);
+    let states = store.thresholds("quotes").unwrap();
+    assert_eq!(states[0].value, Some(305.4));
+    let status = store.status("quotes").unwrap().unwrap();
+    assert_eq!(status.failures, 0);
+    assert_eq!(status.last_error, None);
+    assert!(
+        log.contains("outcome=blocked") && !log.contains("retrying"),
+        "{log}"
+    );
+}
+
+#[test]
 fn a_broken_watch_file_stops_run_from_starting_with_validate_s_messages() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();

@@ -9,7 +9,10 @@
 //!   `/to-port-N` (a redirect to `http://127.0.0.1:N/quotes.html`),
 //!   and the page shapes of [`crate::hostile::shapes`] by name.
 //!
-//! Every request is logged with its `If-None-Match`.
+//! `/quotes.html` can also be set to answer as a bot wall does: `503`, a
+//! Cloudflare-style challenge page and `Retry-After: 5`.
+//!
+//! Every request is logged with its `If-None-Match` and its time.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -34,12 +37,15 @@ pub struct Seen {
     pub status: u16,
     /// All its headers.
     pub headers: HeaderMap,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Debug, Default)]
 struct SiteState {
     price: String,
     markup: u32,
+    blocked: bool,
     seen: Vec<Seen>,
 }
 
@@ -105,6 +111,11 @@ impl Site {
         self.state.lock().unwrap().price = price.to_owned();
     }
 
+    /// Makes `/quotes.html` answer with a challenge (`true`) or the page.
+    pub fn set_blocked(&self, blocked: bool) {
+        self.state.lock().unwrap().blocked = blocked;
+    }
+
     /// Changes the page's markup, not its data.
     pub fn churn_markup(&self) {
         self.state.lock().unwrap().markup += 1;
@@ -165,14 +176,32 @@ fn log(state: &Mutex<SiteState>, path: &str, headers: &HeaderMap, status: u16) {
         if_none_match,
         status,
         headers: headers.clone(),
+        at: std::time::Instant::now(),
     });
 }
 
 async fn quotes(State(state): State<Arc<Mutex<SiteState>>>, headers: HeaderMap) -> Response {
-    let body = {
+    let (body, blocked) = {
         let s = state.lock().unwrap();
-        quotes_page(&s.price, s.markup)
+        (quotes_page(&s.price, s.markup), s.blocked)
     };
+    if blocked {
+        log(&state, "/quotes.html", &headers, 503);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::RETRY_AFTER, "5"),
+                (header::SERVER, "cloudflare"),
+            ],
+            "<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>\
+             <h1>Checking your browser</h1><table><tr><th>Ticker<th>Last</tr>\
+             <tr><td>GAZP<td>0</tr></table>\
+             <script src=\"/cdn-cgi/challenge-platform/h/b/orchestrate/jsch/v1\"></script>\
+             </body></html>",
+        )
+            .into_response();
+    }
     let etag = format!("\"{}\"", &blake3::hash(body.as_bytes()).to_hex()[..16]);
     let matches = headers
         .get(header::IF_NONE_MATCH)
