@@ -3,13 +3,16 @@
 #   scripts/packages.sh build   the libraries it links (libxml2, libxslt) and
 #                               the bindings generator's libclang
 #   scripts/packages.sh test    also what the tests run: a real SMTP server
-#                               (aiosmtpd) and headless Chromium
+#                               (aiosmtpd), headless Chromium and PostgreSQL
+#                               (the store's tests start a throwaway cluster
+#                               of their own; the package's service is not
+#                               used)
 # As root it runs apt-get; otherwise through sudo when there is one;
 # otherwise it prints the exact command to run and exits 1.
 set -euo pipefail
 
 build=(pkg-config libxml2-dev libxslt1-dev libclang-dev)
-test=(python3-aiosmtpd chromium)
+test=(python3-aiosmtpd chromium postgresql)
 
 case "${1:-build}" in
   build) need=("${build[@]}") ;;
