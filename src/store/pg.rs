@@ -36,13 +36,12 @@
 //! - **Transactions** are PostgreSQL's default `READ COMMITTED`, one per
 //!   check, as with SQLite.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use super::database::PostgresUrl;
-use super::sql::{Db, DbError, PgSession, args, guard_block};
+use super::sql::{Db, DbError, PgRuntime, PgSession, args};
 use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
@@ -172,40 +171,6 @@ const MIGRATIONS: &[&str] = &[
 
 // Each migration raises the version by one.
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
-
-/// The runtime that drives the engine's connections (see the module doc).
-/// Dropped from anywhere, even an async task: it shuts down in the
-/// background rather than block.
-#[derive(Debug)]
-pub(crate) struct PgRuntime(Option<tokio::runtime::Runtime>);
-
-impl PgRuntime {
-    fn new() -> std::io::Result<PgRuntime> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("semclip-postgres")
-            .enable_all()
-            .build()
-            .map(|rt| PgRuntime(Some(rt)))
-    }
-
-    /// Runs `future` to completion on this runtime, blocking the calling
-    /// thread; [`DbError::AsyncContext`] when that thread runs an async task.
-    pub(crate) fn block_on<F: Future>(&self, future: F) -> Result<F::Output, DbError> {
-        let Some(rt) = &self.0 else {
-            return Err(DbError::AsyncContext);
-        };
-        guard_block(|| rt.block_on(future))
-    }
-}
-
-impl Drop for PgRuntime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
 
 /// A pool of connections to one database, with the runtime driving them.
 #[derive(Clone)]

@@ -28,8 +28,6 @@ use bytes::BytesMut;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use tokio_postgres::types::{IsNull, ToSql as PgToSql, Type};
 
-use super::pg::PgRuntime;
-
 /// An error of the database engine underneath the store, whichever it is.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -476,6 +474,41 @@ impl Db<'_> {
 /// panic hook, so the misuse is never silent).
 pub(crate) fn guard_block<T>(f: impl FnOnce() -> T) -> Result<T, DbError> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|_| DbError::AsyncContext)
+}
+
+/// The runtime that drives the PostgreSQL engine's connections (see
+/// [`super::pg`]'s module doc).
+/// Dropped from anywhere, even an async task: it shuts down in the
+/// background rather than block.
+#[derive(Debug)]
+pub(crate) struct PgRuntime(Option<tokio::runtime::Runtime>);
+
+impl PgRuntime {
+    pub(crate) fn new() -> std::io::Result<PgRuntime> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("semclip-postgres")
+            .enable_all()
+            .build()
+            .map(|rt| PgRuntime(Some(rt)))
+    }
+
+    /// Runs `future` to completion on this runtime, blocking the calling
+    /// thread; [`DbError::AsyncContext`] when that thread runs an async task.
+    pub(crate) fn block_on<F: Future>(&self, future: F) -> Result<F::Output, DbError> {
+        let Some(rt) = &self.0 else {
+            return Err(DbError::AsyncContext);
+        };
+        guard_block(|| rt.block_on(future))
+    }
+}
+
+impl Drop for PgRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 #[cfg(test)]
