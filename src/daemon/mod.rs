@@ -138,7 +138,11 @@ pub fn describe(report: &CheckReport) -> String {
         PageOutcome::First => "first snapshot stored".to_owned(),
         PageOutcome::Changed(changes) => format!("{} semantic changes", changes.len()),
         PageOutcome::Failed(error) => format!("FAILED: {error}"),
-        PageOutcome::Blocked(reason) => format!("BLOCKED: {reason}"),
+        // (The reason itself begins "blocked: ", as the status shows it.)
+        PageOutcome::Blocked(reason) => format!(
+            "BLOCKED: {}",
+            reason.strip_prefix("blocked: ").unwrap_or(reason)
+        ),
     };
     format!("{}: {what}", report.watch)
 }
