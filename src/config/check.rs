@@ -12,10 +12,10 @@ use super::NtfyAuth;
 use super::apprise;
 use super::lenient;
 use super::raw::{
-    ByteSize, Pos, RawAlerts, RawAuth, RawClip, RawDaemon, RawEmail, RawExtract, RawFailures,
-    RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier, RawOnChange,
-    RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity, RawServer,
-    RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
+    ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
+    RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
+    RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
+    RawServer, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
@@ -25,6 +25,7 @@ use super::{
     SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
+use crate::page::browser::{BrowserSettings, RenderOptions, Resource, WaitFor};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
@@ -498,6 +499,7 @@ pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfi
         fetch: FetchDefaults::default(),
         limits: Limits::default(),
         alerts: AlertSettings::default(),
+        browser: BrowserSettings::default(),
         retention: Retention::default(),
         demo: None,
     }
@@ -627,6 +629,9 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     }
     if let Some(r) = &raw.retention {
         c.retention = retention(&r.value, cx);
+    }
+    if let Some(b) = &raw.browser {
+        c.browser = browser_settings(&b.value, cx);
     }
     if let Some(demo) = &raw.demo {
         c.demo = cx
@@ -1452,6 +1457,16 @@ fn watch(
     let url = page_url(&raw.url, fence, public_clip(&raw), cx);
     let schedule = schedule(&raw.schedule, cx);
     let fetch = watch_fetch(raw.fetch.as_ref().map(|f| &f.value), &daemon.fetch, cx);
+    if let (Some(f), Some(raw_fetch), Some(url)) = (&fetch, &raw.fetch, &url)
+        && f.render.is_some()
+        && !matches!(url.scheme(), "http" | "https")
+    {
+        cx.err(
+            raw_fetch.at,
+            "fetch.render",
+            "`render: browser` needs an http or https URL",
+        );
+    }
     let ignore = xpath_list(raw.ignore.as_ref(), "ignore", cx);
     let blocked = xpath_list(raw.blocked.as_ref(), "blocked", cx);
     let mut clips = BTreeMap::new();
@@ -1980,6 +1995,7 @@ fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Op
             headers: Vec::new(),
             cookies: Vec::new(),
             auth: None,
+            render: None,
         });
     };
     let mut cookies = Vec::new();
@@ -2050,8 +2066,121 @@ fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Op
         headers: cx.headers(f.headers.as_ref(), "fetch.headers"),
         cookies,
         auth,
+        render: render_options(f, cx)?,
     };
     ok.then_some(fetch)
+}
+
+/// The daemon file's `browser` section over the defaults.
+fn browser_settings(b: &RawBrowser, cx: &mut Ctx) -> BrowserSettings {
+    let d = BrowserSettings::default();
+    BrowserSettings {
+        executable: b.executable.as_ref().map(|e| cx.path(&e.value)),
+        max_pages: cx.at_least_one(b.max_pages.as_ref(), "browser.max_pages", d.max_pages),
+        memory_cap: cx.byte_size(b.memory_cap.as_ref(), "browser.memory_cap", d.memory_cap),
+    }
+}
+
+/// A watch's `render` and browser options: `None` when they are wrong
+/// (reported), `Some(None)` for an HTTP watch.
+fn render_options(f: &RawWatchFetch, cx: &mut Ctx) -> Option<Option<RenderOptions>> {
+    let browser = match &f.render {
+        None => false,
+        Some(r) if r.value == "http" => false,
+        Some(r) if r.value == "browser" => true,
+        Some(r) => {
+            cx.err(
+                r.at,
+                "fetch.render",
+                format!(
+                    "unknown render `{}`: expected one of http, browser",
+                    r.value
+                ),
+            );
+            return None;
+        }
+    };
+    let only_browser = [
+        ("fetch.wait_for", f.wait_for.as_ref().map(|w| w.at)),
+        ("fetch.viewport", f.viewport.as_ref().map(|v| v.at)),
+        ("fetch.block", f.block.as_ref().map(|b| b.at)),
+    ];
+    if !browser {
+        let mut ok = true;
+        for (path, at) in only_browser {
+            if let Some(at) = at {
+                cx.err(at, path, "only with `render: browser`");
+                ok = false;
+            }
+        }
+        return ok.then_some(None);
+    }
+    let mut ok = true;
+    let mut options = RenderOptions::default();
+    if let Some(w) = &f.wait_for {
+        let spec = w.value.trim();
+        let wait_for = WaitFor::parse(spec);
+        match &wait_for {
+            _ if spec.is_empty() => {
+                cx.err(w.at, "fetch.wait_for", "an empty selector");
+                ok = false;
+            }
+            WaitFor::XPath(_) => ok &= cx.xpath(w, "fetch.wait_for").is_some(),
+            // CSS syntax is the browser's to judge: a selector it cannot
+            // parse fails the check with the browser's message.
+            WaitFor::Css(_) => {}
+        }
+        options.wait_for = Some(wait_for);
+    }
+    if let Some(v) = &f.viewport {
+        match parse_viewport(&v.value) {
+            Some(size) => options.viewport = size,
+            None => {
+                cx.err(
+                    v.at,
+                    "fetch.viewport",
+                    format!(
+                        "invalid viewport `{}`: expected WIDTHxHEIGHT, each 1 to 10000, e.g. 1280x800",
+                        v.value
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    if let Some(b) = &f.block {
+        options.block.clear();
+        for (i, name) in b.value.iter().enumerate() {
+            match Resource::from_name(&name.value) {
+                Some(r) if !options.block.contains(&r) => options.block.push(r),
+                Some(_) => {}
+                None => {
+                    cx.err(
+                        name.at,
+                        &format!("fetch.block[{i}]"),
+                        format!(
+                            "unknown resource `{}`: expected one of images, fonts, media",
+                            name.value
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok.then_some(Some(options))
+}
+
+/// `WIDTHxHEIGHT`, each from 1 to 10000.
+fn parse_viewport(v: &str) -> Option<(u32, u32)> {
+    let (w, h) = v.trim().split_once(['x', 'X'])?;
+    let side = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=10_000).contains(n))
+    };
+    Some((side(w)?, side(h)?))
 }
 
 fn finite(v: Option<&Sp<f64>>, path: &str, cx: &mut Ctx) -> Option<f64> {

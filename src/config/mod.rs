@@ -40,6 +40,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::config::schedule::Schedule;
+use crate::page::browser::{BrowserSettings, RenderOptions};
 pub use crate::page::budget::PageLimits;
 use crate::page::fence::{AllowHost, Fence};
 /// The `database:` setting (defined with the store, which opens it).
@@ -104,6 +105,8 @@ pub struct DaemonConfig {
     pub retention: Retention,
     /// The demo site, when the daemon serves it.
     pub demo: Option<DemoConfig>,
+    /// The browser that renders `render: browser` watches.
+    pub browser: BrowserSettings,
 }
 
 /// The mail server used by email notifiers.
@@ -551,6 +554,9 @@ pub struct WatchFetch {
     pub cookies: Vec<(String, Secret)>,
     /// HTTP authentication.
     pub auth: Option<Auth>,
+    /// `render: browser`: rendered by the daemon's browser with these
+    /// options; `None`: fetched over HTTP.
+    pub render: Option<RenderOptions>,
 }
 
 /// HTTP authentication of a watch.

@@ -310,6 +310,21 @@ pub(crate) struct RawDaemon {
     pub retention: Option<Sp<RawRetention>>,
     /// Serve the bundled demo site.
     pub demo: Option<Sp<RawDemo>>,
+    /// The local Chromium that renders `fetch: {render: browser}` watches.
+    pub browser: Option<Sp<RawBrowser>>,
+}
+
+/// The local Chromium that renders `render: browser` watches: one process, started on first use, restarted when it crashes, hangs or outgrows its memory cap.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Browser")]
+pub(crate) struct RawBrowser {
+    /// The browser executable. Default: the first of chromium, chromium-browser, google-chrome, google-chrome-stable on PATH.
+    pub executable: Option<Sp<String>>,
+    /// Pages rendered at once, at least 1. Default: 4.
+    pub max_pages: Option<Sp<usize>>,
+    /// Resident memory of all the browser's processes beyond which it is killed and restarted. Default: 2GiB.
+    pub memory_cap: Option<Sp<ByteSize>>,
 }
 
 /// The mail server used by email notifiers.
@@ -708,6 +723,14 @@ pub(crate) struct RawWatchFetch {
     pub retries: Option<Sp<u32>>,
     /// Proxy URL (http, https, socks5, socks5h).
     pub proxy: Option<Sp<String>>,
+    /// How the page is loaded: http (default: the server's HTML as sent) or browser (rendered by the daemon's local Chromium, JavaScript run; http and https URLs only).
+    pub render: Option<Sp<String>>,
+    /// With render: browser, what must match in the rendered DOM before the page is taken: a CSS selector, or an XPath over the DOM when it starts with /, (, ./ or ..; waited for until `timeout`. Default: the page is taken at its load event.
+    pub wait_for: Option<Sp<String>>,
+    /// With render: browser, the viewport as WIDTHxHEIGHT in CSS pixels. Default: 1280x800.
+    pub viewport: Option<Sp<String>>,
+    /// With render: browser, the subresources not loaded: any of images, fonts, media. Default: all three.
+    pub block: Option<Sp<Vec<Sp<String>>>>,
 }
 
 /// HTTP authentication.

@@ -206,8 +206,11 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     let _watcher = watch_directory(&shared, reload_tx);
     start_reloader(&shared, reload_rx, reloaded_tx, server.clone());
 
+    let engine = Engine::new(Arc::clone(&shared.daemon), Arc::clone(&shared.stores));
+    // Killed after the drain, whatever still holds the engine.
+    let browsers = Arc::clone(&engine.browsers);
     let checker = Arc::new(Checker {
-        engine: Engine::new(Arc::clone(&shared.daemon), Arc::clone(&shared.stores)),
+        engine,
         metrics: Arc::clone(&shared.metrics),
         server,
         wake_outbox,
@@ -231,6 +234,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     shared.shutdown.cancelled().await;
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
     drain(&shared.tasks).await;
+    browsers.shutdown().await;
     Ok(())
 }
 

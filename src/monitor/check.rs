@@ -33,6 +33,7 @@ use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
+use crate::page::browser::{Browsers, RenderOptions, RenderRequest};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::page::source::{FetchOptions, RawPage, SourceError};
@@ -53,6 +54,8 @@ pub struct Engine {
     pub clients: Clients,
     /// Per-host politeness.
     pub limiter: HostLimiter,
+    /// The browser of `render: browser` watches, started on first use.
+    pub browsers: Arc<Browsers>,
     /// The daemon settings.
     pub daemon: Arc<DaemonConfig>,
     /// The threads that run the checks' blocking parts, one per CPU
@@ -67,6 +70,7 @@ impl Engine {
             stores,
             clients: Clients::new(Arc::new(daemon.fence())),
             limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
+            browsers: Arc::new(Browsers::new(daemon.browser.clone())),
             daemon,
             workers: Workers::per_cpu(),
         }
@@ -250,7 +254,10 @@ async fn checked(
     // Validators only when there is a snapshot to fall back on.
     let request = page_request(watch, &status, current_hash.is_some());
     let started = std::time::Instant::now();
-    let fetched = fetch::fetch(&engine.clients, &engine.limiter, &request).await;
+    let fetched = match &watch.fetch.render {
+        Some(options) => render(engine, watch, options).await,
+        None => fetch::fetch(&engine.clients, &engine.limiter, &request).await,
+    };
     let pending = Pending {
         watch: Arc::clone(watch),
         now,
@@ -450,6 +457,44 @@ fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
         }
     }
     out
+}
+
+/// Renders a `render: browser` watch's page in the daemon's browser,
+/// under the same fence and per-host politeness as an HTTP fetch. The
+/// rendered DOM has no validators: every render is a full page.
+async fn render(
+    engine: &Engine,
+    watch: &Watch,
+    options: &RenderOptions,
+) -> Result<Fetched, SourceError> {
+    let url = &watch.url;
+    engine.clients.fence().route(url, url, 0)?;
+    let host = url.host_str().unwrap_or_default();
+    fetch::refuse_if_held(&engine.limiter, url, watch.fetch.timeout).await?;
+    let _permit = engine.limiter.acquire(host).await;
+    let html = engine
+        .browsers
+        .render(RenderRequest {
+            url,
+            options,
+            headers: &watch.fetch.headers,
+            timeout: watch.fetch.timeout,
+            max_bytes: watch.fetch.max_body,
+        })
+        .await
+        .map_err(|source| SourceError::Browser {
+            url: url.clone(),
+            source,
+        })?;
+    Ok(Fetched::Page {
+        page: RawPage {
+            bytes: html.into_bytes(),
+            content_type: Some("text/html; charset=utf-8".to_owned()),
+            url: Some(url.clone()),
+        },
+        etag: None,
+        last_modified: None,
+    })
 }
 
 fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRequest {

@@ -273,6 +273,28 @@ fn proxy_hosts(opts: &FetchOptions) -> Vec<String> {
         .collect()
 }
 
+/// A host that asked to be left alone for longer than a request may take
+/// (`timeout`) is not waited for: the check fails now as blocked, freeing
+/// its place for other hosts' watches, and no request goes out before the
+/// time.
+pub async fn refuse_if_held(
+    limiter: &HostLimiter,
+    url: &Url,
+    timeout: Duration,
+) -> Result<(), SourceError> {
+    let host = url.host_str().unwrap_or_default();
+    match limiter.held(host).await {
+        Some(wait) if wait > timeout => Err(SourceError::Blocked {
+            url: url.clone(),
+            blocked: Box::new(Blocked {
+                reason: format!("{host} asked to be left alone for {}s more", wait.as_secs()),
+                retry_after: Some(wait),
+            }),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Fetches `req`, retrying transient failures with [`backoff`], under the
 /// host limiter. A `file://` URL is read from disk.
 pub async fn fetch(
@@ -284,20 +306,7 @@ pub async fn fetch(
         return read_file(&clients.fence, req).await;
     }
     let host = req.url.host_str().unwrap_or_default().to_owned();
-    // A host that asked to be left alone for longer than a request may
-    // take is not waited for: the check fails now, freeing its place for
-    // other hosts' watches, and no request goes out before the time.
-    if let Some(wait) = limiter.held(&host).await
-        && wait > req.opts.request_timeout
-    {
-        return Err(SourceError::Blocked {
-            url: req.url.clone(),
-            blocked: Box::new(Blocked {
-                reason: format!("{host} asked to be left alone for {}s more", wait.as_secs()),
-                retry_after: Some(wait),
-            }),
-        });
-    }
+    refuse_if_held(limiter, &req.url, req.opts.request_timeout).await?;
     let mut attempt = 0;
     loop {
         let result = {

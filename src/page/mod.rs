@@ -6,11 +6,14 @@
 //! - [`fetch`]: the daemon's polite fetching (conditional GET, retries,
 //!   per-host limits, redirects through the fence);
 //! - [`dom`]: parse HTML with html5ever into an owned, spec-compliant tree;
-//! - [`budget`]: bounds on what one page may make semclip build and spend.
+//! - [`budget`]: bounds on what one page may make semclip build and spend;
+//! - [`browser`]: rendering JavaScript pages in one supervised local
+//!   Chromium.
 //!
 //! Nothing here knows about hierarchies, watches' data or the store.
 
 pub mod blocked;
+pub mod browser;
 pub mod budget;
 pub mod dom;
 pub mod fence;

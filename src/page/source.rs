@@ -193,6 +193,15 @@ pub enum SourceError {
         /// Who blocked and how, and for how long.
         blocked: Box<blocked::Blocked>,
     },
+    /// The browser could not render the page (`fetch: {render: browser}`).
+    #[error("cannot render {url} in the browser")]
+    Browser {
+        /// The page.
+        url: Url,
+        /// Why.
+        #[source]
+        source: crate::page::browser::BrowserError,
+    },
     /// The response body (after decompression) is larger than allowed.
     #[error("{url} is larger than the limit of {limit} bytes")]
     TooLarge {

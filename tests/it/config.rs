@@ -340,7 +340,7 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
         "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
     let expected = [
         "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
-        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo (did you mean `retention`?)".to_owned(),
+        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo, browser (did you mean `retention`?)".to_owned(),
         "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
         "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
         "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
@@ -507,6 +507,62 @@ fn extract_clips_and_layout_settings_are_checked() {
         "layout.max_drift: a drift in (0, 1]",
         "layout.notify",
         "watches/data.yaml:3:10: monitor: `monitor: data` needs an extract clip or layout.template to say where the data is",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(expected)),
+            "missing `{expected}` in:\n{stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains("good.yaml"),
+        "the valid watch has no problem: {stderr}"
+    );
+}
+
+#[test]
+fn browser_render_options_are_checked() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "watches: watches\nbrowser: {max_pages: 0, memory_cap: lots}\n",
+        ),
+        (
+            "watches/engine.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nfetch: {render: chrome}\n",
+        ),
+        (
+            "watches/http.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\nfetch: {wait_for: \"#q\", block: [images]}\n",
+        ),
+        (
+            "watches/options.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\n\
+             fetch: {render: browser, wait_for: \"//td[\", viewport: 1280, block: [images, scripts]}\n",
+        ),
+        (
+            "watches/file.yaml",
+            "url: file:///tmp/page.html\nschedule: {every: 1h}\nfetch: {render: browser}\n",
+        ),
+        (
+            "watches/good.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\n\
+             fetch: {render: browser, wait_for: \"#quotes td\", viewport: 390x844, block: [fonts], timeout: 20s}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    for expected in [
+        "semclip.yaml:2:22: browser.max_pages: ",
+        "semclip.yaml:2:36: browser.memory_cap: ",
+        "watches/engine.yaml:3:17: fetch.render: unknown render `chrome`: expected one of http, browser",
+        "watches/http.yaml:3:19: fetch.wait_for: only with `render: browser`",
+        "watches/http.yaml:3:32: fetch.block: only with `render: browser`",
+        "fetch.wait_for: invalid XPath",
+        "fetch.viewport: invalid viewport `1280`: expected WIDTHxHEIGHT",
+        "fetch.block[1]: unknown resource `scripts`: expected one of images, fonts, media",
+        "watches/file.yaml:3:8: fetch.render: `render: browser` needs an http or https URL",
     ] {
         assert!(
             lines.iter().any(|l| l.contains(expected)),

@@ -171,14 +171,14 @@ pub fn file_alerts(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn kinds(alerts: &[serde_json::Value]) -> Vec<String> {
+pub fn kinds(alerts: &[serde_json::Value]) -> Vec<String> {
     alerts
         .iter()
         .map(|a| a["kind"].as_str().unwrap().to_owned())
         .collect()
 }
 
-fn store(dir: &Path) -> Store {
+pub fn store(dir: &Path) -> Store {
     Store::open(&dir.join("state/semclip.db")).unwrap()
 }
 
@@ -619,7 +619,7 @@ fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str
 }
 
 /// Waits until `f` holds.
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < timeout, "not within {timeout:?}: {what}");

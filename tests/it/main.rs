@@ -10,6 +10,7 @@
 )]
 
 mod articles;
+mod browser;
 mod channels;
 mod cli;
 mod complete;

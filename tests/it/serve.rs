@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::daemon::{Daemon, setup};
 use crate::fixture::Site;
+use crate::util::chromium;
 
 const GAZP_ROW: &str = "//table[@label='Shares']/row[@key='GAZP']";
 
@@ -549,21 +550,6 @@ fn the_api_answers_as_its_openapi_document_says() {
         &refused.body,
     );
     drop(daemon);
-}
-
-/// Debian's Chromium, if installed. Without it `test` is skipped with a
-/// message, or fails under `CI` (`.ci/run` installs it).
-fn chromium(test: &str) -> Option<&'static str> {
-    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    if found.is_none() {
-        crate::util::missing(
-            test,
-            "no Chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)",
-        );
-    }
-    found
 }
 
 /// Runs headless Chromium on `url` with `args` (no network beyond loopback,

@@ -49,6 +49,21 @@ pub fn missing(test: &str, what: &str) {
     eprintln!("SKIPPED {test}: {what}");
 }
 
+/// Debian's Chromium, if installed. Without it `test` is skipped with a
+/// message, or fails under `CI` (`.ci/run` installs it).
+pub fn chromium(test: &str) -> Option<&'static str> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if found.is_none() {
+        missing(
+            test,
+            "no Chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)",
+        );
+    }
+    found
+}
+
 /// `dir` when it is a directory; else [`missing`] and `None`.
 pub fn require_dir(test: &str, dir: PathBuf) -> Option<PathBuf> {
     if dir.is_dir() {

@@ -1,0 +1,1023 @@
+//! Rendering pages in one supervised local Chromium: a URL and a watch's
+//! render options in, the rendered DOM (`document.documentElement.outerHTML`)
+//! out as text, for the same page budget and hierarchy builder as an HTTP
+//! page.
+//!
+//! # Guarantees
+//!
+//! - **One browser per daemon, started lazily** on the first render, in its
+//!   own process group, with a throw-away profile directory.
+//! - **At most [`BrowserSettings::max_pages`] tabs at once**; a render
+//!   waits for a tab within its own deadline. Every tab is closed after its
+//!   render, whatever happened.
+//! - **A hard deadline** around every DevTools call and around the whole
+//!   render (the driver crate has no page-level deadline: a hanging server
+//!   or a `while(true)` page would hang its call for ever).
+//! - **A watchdog.** A renderer crash (`Inspector.targetCrashed`), a page
+//!   that does not finish by its deadline (a spinning script), a browser
+//!   process that exits, or a browser whose resident memory (summed over
+//!   its process tree from `/proc`) passes [`BrowserSettings::memory_cap`]:
+//!   the browser is retired and the next render starts a new one. A retired
+//!   browser is killed (its whole process group) when the last render
+//!   still using it ends, so that only the render that hit the trouble
+//!   fails; one over its memory cap or dead is killed at once (which tab
+//!   grew cannot be told, and memory is what must be protected).
+//! - **Nothing is left behind:** [`Browsers::shutdown`] and dropping the
+//!   last handle kill the process group and remove the profile directory.
+//!
+//! # Decisions
+//!
+//! - Driver: `chromiumoxide` (DevTools protocol, tokio-native, crash
+//!   events), without its browser-downloading feature; the browser is
+//!   started here, not by the crate, so that it runs in its own process
+//!   group that can be killed whole (see README, "JavaScript pages").
+//! - `wait_for` is evented, not polled: a `MutationObserver` in the page
+//!   resolves a promise when the selector first matches.
+//! - Images, fonts and media are blocked by URL pattern (file extensions),
+//!   which misses such resources served without one: the cheap, stateless
+//!   choice (blocking by resource type needs request interception, an
+//!   event loop per tab).
+//! - A render is not retried: a page that hung or crashed the browser once
+//!   is not given a second chance in the same check.
+//! - The browser's own requests (subresources, redirects, scripts' fetches)
+//!   are not held to the daemon's fence; only the watch's URL is.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chromiumoxide::Browser;
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::inspector::{
+    EnableParams as InspectorEnable, EventTargetCrashed,
+};
+use chromiumoxide::cdp::browser_protocol::network::{
+    BlockPattern, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, TargetId};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::handler::HandlerConfig;
+use futures::StreamExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout_at};
+use url::Url;
+
+/// Tabs open at once by default.
+pub const DEFAULT_MAX_PAGES: usize = 4;
+/// The browser's resident memory (all its processes) beyond which it is
+/// restarted, by default: 2 GiB.
+pub const DEFAULT_MEMORY_CAP: u64 = 2 << 30;
+/// The executables looked for on `PATH`, in order, when none is set.
+pub const EXECUTABLES: [&str; 4] = [
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+];
+/// How long the browser may take to start and announce its DevTools
+/// address.
+pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long closing a tab may take before the browser is retired.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the watchdog measures the browser's memory.
+pub const WATCH_EVERY: Duration = Duration::from_millis(500);
+/// The V8 heap a page may grow (MiB): a page allocating without bound
+/// crashes its own renderer long before the browser reaches its memory cap.
+pub const PAGE_HEAP_MIB: u64 = 512;
+
+/// The daemon's browser settings (`browser:` in the daemon file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowserSettings {
+    /// The browser executable; `None`: the first of [`EXECUTABLES`] on
+    /// `PATH`.
+    pub executable: Option<PathBuf>,
+    /// Tabs open at once, at least 1.
+    pub max_pages: usize,
+    /// Resident memory of all the browser's processes, in bytes, beyond
+    /// which it is restarted.
+    pub memory_cap: u64,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> BrowserSettings {
+        BrowserSettings {
+            executable: None,
+            max_pages: DEFAULT_MAX_PAGES,
+            memory_cap: DEFAULT_MEMORY_CAP,
+        }
+    }
+}
+
+/// What must match in the rendered DOM before the page is taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitFor {
+    /// A CSS selector (`document.querySelector`).
+    Css(String),
+    /// An XPath 1.0 expression over the DOM (`document.evaluate`).
+    XPath(String),
+}
+
+impl WaitFor {
+    /// An XPath when `spec` starts like one (`/`, `(`, `./`, `..`), else a
+    /// CSS selector (which may start with `.`, a class).
+    pub fn parse(spec: &str) -> WaitFor {
+        if spec.starts_with(['/', '(']) || spec.starts_with("./") || spec.starts_with("..") {
+            WaitFor::XPath(spec.to_owned())
+        } else {
+            WaitFor::Css(spec.to_owned())
+        }
+    }
+
+    /// The JavaScript test, a boolean expression.
+    fn test(&self) -> String {
+        match self {
+            WaitFor::Css(css) => format!("!!document.querySelector({})", js_string(css)),
+            WaitFor::XPath(xpath) => format!(
+                "document.evaluate({}, document, null, XPathResult.BOOLEAN_TYPE, null).booleanValue",
+                js_string(xpath)
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for WaitFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitFor::Css(s) | WaitFor::XPath(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Kinds of subresources a render can do without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    /// Pictures.
+    Images,
+    /// Web fonts.
+    Fonts,
+    /// Audio and video.
+    Media,
+}
+
+impl Resource {
+    /// Every kind, the default block list.
+    pub const ALL: [Resource; 3] = [Resource::Images, Resource::Fonts, Resource::Media];
+
+    /// The name in watch files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Images => "images",
+            Resource::Fonts => "fonts",
+            Resource::Media => "media",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<Resource> {
+        Resource::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Resource::Images => &[
+                "png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico", "bmp",
+            ],
+            Resource::Fonts => &["woff", "woff2", "ttf", "otf", "eot"],
+            Resource::Media => &[
+                "mp4", "webm", "ogg", "ogv", "mp3", "wav", "m4a", "m4v", "mov", "flac",
+            ],
+        }
+    }
+}
+
+/// A watch's render options (`fetch: {render: browser, ...}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderOptions {
+    /// What must match before the page is taken; `None`: the page is taken
+    /// at its `load` event.
+    pub wait_for: Option<WaitFor>,
+    /// The viewport, width and height in CSS pixels.
+    pub viewport: (u32, u32),
+    /// Subresources not loaded.
+    pub block: Vec<Resource>,
+}
+
+/// The default viewport.
+pub const DEFAULT_VIEWPORT: (u32, u32) = (1280, 800);
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            wait_for: None,
+            viewport: DEFAULT_VIEWPORT,
+            block: Resource::ALL.to_vec(),
+        }
+    }
+}
+
+/// One render.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderRequest<'a> {
+    /// The page.
+    pub url: &'a Url,
+    /// The watch's options.
+    pub options: &'a RenderOptions,
+    /// Extra request headers.
+    pub headers: &'a [(String, String)],
+    /// The whole render's deadline, waiting for a tab included.
+    pub timeout: Duration,
+    /// The largest rendered DOM accepted, in bytes.
+    pub max_bytes: u64,
+}
+
+/// Why a render failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// No executable was found or set.
+    #[error("no browser found: set browser.executable or install one of {}", EXECUTABLES.join(", "))]
+    NotFound,
+    /// The browser could not be started.
+    #[error("cannot start the browser `{}`: {reason}", executable.display())]
+    Launch {
+        /// The executable.
+        executable: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The daemon is stopping.
+    #[error("the browser is shut down")]
+    ShutDown,
+    /// The deadline passed before a tab was free.
+    #[error("no browser tab became free within {}s", timeout.as_secs_f32())]
+    Busy {
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// The deadline passed during the render.
+    #[error("the page did not render within {}s ({step}); the browser is restarted", timeout.as_secs_f32())]
+    Timeout {
+        /// The deadline.
+        timeout: Duration,
+        /// What was under way.
+        step: &'static str,
+    },
+    /// `wait_for` matched nothing by the deadline.
+    #[error("wait_for `{wait_for}` matched nothing within {}s", timeout.as_secs_f32())]
+    WaitFor {
+        /// The selector.
+        wait_for: String,
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// The tab's renderer crashed.
+    #[error("the page crashed its renderer; the browser is restarted")]
+    Crashed,
+    /// The browser process ended or was killed.
+    #[error("the browser stopped during the render ({reason}); it is restarted")]
+    Died {
+        /// Why, when known.
+        reason: String,
+    },
+    /// The page failed: a script threw (a `wait_for` the browser cannot
+    /// parse), the navigation failed, the browser refused a command.
+    #[error("{step}: {reason}")]
+    Page {
+        /// What was under way.
+        step: &'static str,
+        /// The browser's message.
+        reason: String,
+    },
+    /// The connection to the browser failed or a call got no answer.
+    #[error("the browser failed at {step}: {reason}")]
+    Protocol {
+        /// What was under way.
+        step: &'static str,
+        /// The driver's error.
+        reason: String,
+    },
+    /// The rendered DOM is over the size cap.
+    #[error("the rendered page is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The cap.
+        limit: u64,
+    },
+}
+
+/// The daemon's browser: started on first use, restarted by the watchdog.
+/// Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Browsers {
+    settings: BrowserSettings,
+    /// One permit per tab. Owned here; closed by [`Browsers::shutdown`].
+    tabs: Arc<Semaphore>,
+    /// The browser in use, if started and not retired.
+    current: tokio::sync::Mutex<Option<Arc<Instance>>>,
+    /// Every browser started that may still run, to kill at shutdown.
+    groups: Arc<Mutex<Vec<u32>>>,
+    /// How many browsers were started (log and tests).
+    launches: AtomicU64,
+    shut: AtomicBool,
+}
+
+impl Browsers {
+    /// No browser yet; one is started on the first render.
+    pub fn new(settings: BrowserSettings) -> Browsers {
+        Browsers {
+            tabs: Arc::new(Semaphore::new(settings.max_pages.max(1))),
+            settings,
+            current: tokio::sync::Mutex::new(None),
+            groups: Arc::new(Mutex::new(Vec::new())),
+            launches: AtomicU64::new(0),
+            shut: AtomicBool::new(false),
+        }
+    }
+
+    /// How many browsers were started so far.
+    pub fn launches(&self) -> u64 {
+        self.launches.load(Ordering::Relaxed)
+    }
+
+    /// The process id of the browser in use, if one runs.
+    pub async fn pid(&self) -> Option<u32> {
+        self.current.lock().await.as_ref().map(|i| i.pid)
+    }
+
+    /// Renders `req`: waits for a tab, starts the browser if needed, loads
+    /// the page, waits for `wait_for`, and returns the serialised DOM.
+    pub async fn render(&self, req: RenderRequest<'_>) -> Result<String, BrowserError> {
+        let deadline = Instant::now() + req.timeout;
+        let _tab = match timeout_at(deadline, Arc::clone(&self.tabs).acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(BrowserError::ShutDown),
+            Err(_) => {
+                return Err(BrowserError::Busy {
+                    timeout: req.timeout,
+                });
+            }
+        };
+        let instance = match timeout_at(deadline, self.instance()).await {
+            Ok(instance) => instance?,
+            Err(_) => {
+                return Err(BrowserError::Timeout {
+                    timeout: req.timeout,
+                    step: "starting the browser",
+                });
+            }
+        };
+        let result = instance.render(req, deadline).await;
+        match &result {
+            Err(error) if retires(error) => self.retire(&instance, error).await,
+            Ok(_) if !instance.usable() => {
+                self.retire(
+                    &instance,
+                    &BrowserError::Protocol {
+                        step: "closing the tab",
+                        reason: "no answer".into(),
+                    },
+                )
+                .await;
+            }
+            _ => {}
+        }
+        result
+    }
+
+    /// Kills every browser started and refuses further renders.
+    pub async fn shutdown(&self) {
+        self.shut.store(true, Ordering::SeqCst);
+        self.tabs.close();
+        self.current.lock().await.take();
+        kill_groups(&self.groups);
+    }
+
+    /// The browser in use, started when there is none or it died.
+    async fn instance(&self) -> Result<Arc<Instance>, BrowserError> {
+        let mut current = self.current.lock().await;
+        if self.shut.load(Ordering::SeqCst) {
+            return Err(BrowserError::ShutDown);
+        }
+        if let Some(instance) = current.as_ref() {
+            if instance.usable() {
+                return Ok(Arc::clone(instance));
+            }
+            tracing::warn!(pid = instance.pid, "browser not usable; starting another");
+            current.take();
+        }
+        let executable = match &self.settings.executable {
+            Some(path) => path.clone(),
+            None => find_executable().ok_or(BrowserError::NotFound)?,
+        };
+        let instance = Arc::new(
+            Instance::launch(&executable, &self.settings, Arc::clone(&self.groups)).await?,
+        );
+        let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(pid = instance.pid, launches = n, executable = %executable.display(), "browser started");
+        *current = Some(Arc::clone(&instance));
+        Ok(instance)
+    }
+
+    /// Stops handing out `instance`: the next render starts another. It is
+    /// killed when the last render using it ends (or at once when it is
+    /// dead or over its memory cap).
+    async fn retire(&self, instance: &Arc<Instance>, why: &BrowserError) {
+        let mut current = self.current.lock().await;
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, instance)) {
+            tracing::warn!(pid = instance.pid, reason = %why, "browser retired");
+            current.take();
+        }
+    }
+}
+
+impl Drop for Browsers {
+    fn drop(&mut self) {
+        kill_groups(&self.groups);
+    }
+}
+
+/// Whether `error` means the browser should not be used again.
+fn retires(error: &BrowserError) -> bool {
+    matches!(
+        error,
+        BrowserError::Timeout { .. }
+            | BrowserError::Crashed
+            | BrowserError::Died { .. }
+            | BrowserError::Protocol { .. }
+    )
+}
+
+/// The first of [`EXECUTABLES`] on `PATH`.
+pub fn find_executable() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    EXECUTABLES.iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// One running browser.
+struct Instance {
+    pid: u32,
+    browser: Browser,
+    /// True once the process ended (set by the reaper task), with why.
+    dead: watch::Receiver<Option<String>>,
+    /// The handler, reaper, log and watchdog tasks; aborted on drop.
+    tasks: Vec<JoinHandle<()>>,
+    /// The profile directory, removed on drop.
+    dir: PathBuf,
+    /// Set when a tab could not be closed: retired after this render.
+    spoiled: AtomicBool,
+    groups: Arc<Mutex<Vec<u32>>>,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance").field("pid", &self.pid).finish()
+    }
+}
+
+impl Instance {
+    /// Starts `executable` in a process group of its own and connects to
+    /// it.
+    async fn launch(
+        executable: &Path,
+        settings: &BrowserSettings,
+        groups: Arc<Mutex<Vec<u32>>>,
+    ) -> Result<Instance, BrowserError> {
+        let failed = |reason: String| BrowserError::Launch {
+            executable: executable.to_owned(),
+            reason,
+        };
+        let dir = profile_dir().map_err(|e| failed(format!("no profile directory: {e}")))?;
+        let mut command = Command::new(executable);
+        command
+            .args(browser_args(&dir))
+            .process_group(0)
+            .kill_on_drop(true)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(failed(e.to_string()));
+            }
+        };
+        let Some(pid) = child.id() else {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(failed("it exited at once".into()));
+        };
+        lock(&groups).push(pid);
+        let cleanup = |reason: String| {
+            kill_group(pid);
+            lock(&groups).retain(|g| *g != pid);
+            let _ = std::fs::remove_dir_all(&dir);
+            failed(reason)
+        };
+        let Some(stderr) = child.stderr.take() else {
+            return Err(cleanup("no standard error".into()));
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
+            let mut last = String::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(ws) = line.strip_prefix("DevTools listening on ") {
+                    return Ok(ws.trim().to_owned());
+                }
+                last = line;
+            }
+            Err(last)
+        })
+        .await;
+        let ws = match found {
+            Ok(Ok(ws)) => ws,
+            Ok(Err(last)) => return Err(cleanup(format!("it exited: {last}"))),
+            Err(_) => {
+                return Err(cleanup(format!(
+                    "no DevTools address within {}s",
+                    LAUNCH_TIMEOUT.as_secs()
+                )));
+            }
+        };
+        let config = HandlerConfig {
+            ignore_https_errors: false,
+            request_timeout: LAUNCH_TIMEOUT,
+            ..HandlerConfig::default()
+        };
+        let connected = tokio::time::timeout(
+            LAUNCH_TIMEOUT,
+            Browser::connect_with_config(ws.clone(), config),
+        )
+        .await;
+        let (browser, mut handler) = match connected {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(e)) => return Err(cleanup(format!("cannot connect to {ws}: {e}"))),
+            Err(_) => return Err(cleanup(format!("no answer from {ws}"))),
+        };
+        let (dead_tx, dead) = watch::channel(None);
+        let dead_tx = Arc::new(dead_tx);
+        let mut tasks = Vec::new();
+        // The driver's event loop: it must be polled for any call to
+        // complete.
+        tasks.push(tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                if let Err(error) = event {
+                    tracing::debug!(%error, "browser connection event");
+                }
+            }
+        }));
+        // The browser's log, read so that its pipe never fills.
+        tasks.push(tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::trace!(line = %line, "browser");
+            }
+        }));
+        // The reaper: the process ending, for whatever reason.
+        let reaped = Arc::clone(&dead_tx);
+        tasks.push(tokio::spawn(async move {
+            let status = child.wait().await;
+            let reason = match status {
+                Ok(status) => status.to_string(),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(pid, %reason, "browser process ended");
+            reaped.send_if_modified(|d| {
+                let first = d.is_none();
+                if first {
+                    *d = Some(reason);
+                }
+                first
+            });
+        }));
+        // The memory watchdog.
+        let cap = settings.memory_cap;
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                let rss = tokio::task::spawn_blocking(move || tree_rss(pid))
+                    .await
+                    .unwrap_or(0);
+                if rss > cap {
+                    let reason = format!("{rss} bytes resident, over the cap of {cap}");
+                    tracing::warn!(pid, rss, cap, "browser over its memory cap; killing it");
+                    dead_tx.send_replace(Some(reason));
+                    kill_group(pid);
+                    return;
+                }
+            }
+        }));
+        Ok(Instance {
+            pid,
+            browser,
+            dead,
+            tasks,
+            dir,
+            spoiled: AtomicBool::new(false),
+            groups,
+        })
+    }
+
+    fn is_dead(&self) -> bool {
+        self.dead.borrow().is_some()
+    }
+
+    /// Whether a new render may use this browser.
+    fn usable(&self) -> bool {
+        !self.is_dead() && !self.spoiled.load(Ordering::SeqCst)
+    }
+
+    /// Resolves when the process ended or was killed, with why.
+    async fn died(&self) -> String {
+        let mut dead = self.dead.clone();
+        match dead.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => "its watcher stopped".to_owned(),
+        }
+    }
+
+    /// One render in a new tab, closed afterwards.
+    async fn render(
+        &self,
+        req: RenderRequest<'_>,
+        deadline: Instant,
+    ) -> Result<String, BrowserError> {
+        let timeout = req.timeout;
+        let page = tokio::select! {
+            page = timeout_at(deadline, self.browser.new_page("about:blank")) => {
+                page.map_err(|_| BrowserError::Timeout { timeout, step: "opening a tab" })?
+                    .map_err(protocol("opening a tab"))?
+            }
+            reason = self.died() => return Err(BrowserError::Died { reason }),
+        };
+        let target = page.target_id().clone();
+        let result = tokio::select! {
+            result = timeout_at(deadline, load(&page, req, deadline)) => {
+                result.unwrap_or_else(|_| Err(BrowserError::Timeout { timeout, step: "loading the page" }))
+            }
+            reason = self.died() => Err(BrowserError::Died { reason }),
+        };
+        if let Err(error) = &result
+            && retires(error)
+        {
+            // The browser is retired; its tabs go with it. Closing a tab
+            // whose renderer spins or died could only wait.
+            return result;
+        }
+        let closed = self.close(target).await;
+        match (result, closed) {
+            (Ok(page), Err(error)) => {
+                // The page is good; the browser is not.
+                tracing::warn!(pid = self.pid, %error, "cannot close a tab");
+                self.spoiled.store(true, Ordering::SeqCst);
+                Ok(page)
+            }
+            (result, _) => result,
+        }
+    }
+
+    /// Closes the tab `target` (Target.closeTarget: no beforeunload hooks).
+    async fn close(&self, target: TargetId) -> Result<(), BrowserError> {
+        if self.is_dead() {
+            return Ok(());
+        }
+        match tokio::time::timeout(
+            CLOSE_TIMEOUT,
+            self.browser.execute(CloseTargetParams::new(target)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(protocol("closing the tab")(e)),
+            Err(_) => Err(BrowserError::Timeout {
+                timeout: CLOSE_TIMEOUT,
+                step: "closing the tab",
+            }),
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        kill_group(self.pid);
+        lock(&self.groups).retain(|g| *g != self.pid);
+        let _ = std::fs::remove_dir_all(&self.dir);
+        tracing::debug!(pid = self.pid, "browser stopped");
+    }
+}
+
+/// Loads `req` in `page`: options, navigation, `wait_for`, serialisation.
+async fn load(
+    page: &chromiumoxide::Page,
+    req: RenderRequest<'_>,
+    deadline: Instant,
+) -> Result<String, BrowserError> {
+    let mut crashed = page
+        .event_listener::<EventTargetCrashed>()
+        .await
+        .map_err(protocol("listening for crashes"))?;
+    page.execute(InspectorEnable::default())
+        .await
+        .map_err(protocol("listening for crashes"))?;
+    let work = async {
+        let (width, height) = req.options.viewport;
+        page.execute(SetDeviceMetricsOverrideParams::new(
+            width, height, 1.0, false,
+        ))
+        .await
+        .map_err(protocol("setting the viewport"))?;
+        if !req.options.block.is_empty() {
+            let patterns = req.options.block.iter().flat_map(|r| {
+                r.extensions()
+                    .iter()
+                    .map(|ext| BlockPattern::new(format!("*://*:*/*.{ext}"), true))
+            });
+            let params = SetBlockedUrLsParams::builder()
+                .url_patterns(patterns)
+                .build();
+            page.execute(params)
+                .await
+                .map_err(protocol("blocking resources"))?;
+        }
+        if !req.headers.is_empty() {
+            let map: serde_json::Map<String, serde_json::Value> = req
+                .headers
+                .iter()
+                .map(|(n, v)| (n.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            page.execute(SetExtraHttpHeadersParams::new(Headers::new(map)))
+                .await
+                .map_err(protocol("setting headers"))?;
+        }
+        page.goto(req.url.as_str())
+            .await
+            .map_err(protocol("loading the page"))?;
+        if let Some(wait_for) = &req.options.wait_for {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let matched = timeout_at(deadline, evaluate::<bool>(page, &wait_script(wait_for)))
+                .await
+                .map_err(|_| BrowserError::WaitFor {
+                    wait_for: wait_for.to_string(),
+                    timeout: req.timeout,
+                })?
+                .map_err(protocol("waiting for wait_for"))?;
+            if !matched {
+                return Err(BrowserError::WaitFor {
+                    wait_for: wait_for.to_string(),
+                    timeout: remaining,
+                });
+            }
+        }
+        let html = evaluate::<String>(page, SERIALISE)
+            .await
+            .map_err(protocol("reading the DOM"))?;
+        if html.len() as u64 > req.max_bytes {
+            return Err(BrowserError::TooLarge {
+                limit: req.max_bytes,
+            });
+        }
+        Ok(html)
+    };
+    tokio::select! {
+        result = work => result,
+        _ = crashed.next() => Err(BrowserError::Crashed),
+    }
+}
+
+/// The rendered document, doctype included (quirks mode follows it).
+const SERIALISE: &str = "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '') + document.documentElement.outerHTML";
+
+/// A promise resolving to true when `wait_for` first matches: at once, or
+/// on the DOM mutation that makes it match. A selector the browser cannot
+/// parse rejects it.
+fn wait_script(wait_for: &WaitFor) -> String {
+    let test = wait_for.test();
+    format!(
+        "new Promise((resolve) => {{
+            const test = () => {test};
+            if (test()) {{ resolve(true); return; }}
+            const observer = new MutationObserver(() => {{
+                if (test()) {{ observer.disconnect(); resolve(true); }}
+            }});
+            observer.observe(document, {{ childList: true, subtree: true, attributes: true, characterData: true }});
+        }})"
+    )
+}
+
+/// Evaluates `expression` in the page, awaiting a promise, and returns its
+/// value.
+async fn evaluate<T: serde::de::DeserializeOwned>(
+    page: &chromiumoxide::Page,
+    expression: &str,
+) -> Result<T, chromiumoxide::error::CdpError> {
+    let mut params = EvaluateParams::new(expression);
+    params.await_promise = Some(true);
+    params.return_by_value = Some(true);
+    Ok(page.evaluate_expression(params).await?.into_value()?)
+}
+
+/// A JavaScript string literal of `s`.
+fn js_string(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+/// A driver error at `step`: the page's (a script's exception, a
+/// navigation error, an answer the browser gave) or the browser's (the
+/// connection failed or a call got no answer).
+fn protocol(step: &'static str) -> impl Fn(chromiumoxide::error::CdpError) -> BrowserError {
+    use chromiumoxide::error::CdpError;
+    move |e| {
+        let reason = match &e {
+            CdpError::JavascriptException(details) => details
+                .exception
+                .as_ref()
+                .and_then(|x| x.description.clone())
+                .unwrap_or_else(|| details.text.clone()),
+            other => other.to_string(),
+        };
+        match e {
+            CdpError::JavascriptException(_)
+            | CdpError::Chrome(_)
+            | CdpError::ChromeMessage(_)
+            | CdpError::FrameNotFound(_)
+            | CdpError::NotFound
+            | CdpError::Serde(_)
+            | CdpError::Url(_) => BrowserError::Page { step, reason },
+            _ => BrowserError::Protocol { step, reason },
+        }
+    }
+}
+
+/// The browser's command line: headless, a throw-away profile, nothing
+/// running in the background, no throttling of tabs not in front, a
+/// bounded page heap, and no sandbox when running as root (Chromium
+/// refuses to start sandboxed as root).
+fn browser_args(dir: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--headless=new",
+        "--remote-debugging-port=0",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-extensions",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-default-apps",
+        "--disable-breakpad",
+        "--disable-crash-reporter",
+        "--disable-background-timer-throttling",
+        "--disable-renderer-backgrounding",
+        "--disable-backgrounding-occluded-windows",
+        "--disable-features=Translate,MediaRouter,OptimizationHints",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--mute-audio",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    args.push(format!("--js-flags=--max-old-space-size={PAGE_HEAP_MIB}"));
+    args.push(format!("--user-data-dir={}", dir.display()));
+    if rustix::process::geteuid().is_root() {
+        args.push("--no-sandbox".to_owned());
+    }
+    args.push("about:blank".to_owned());
+    args
+}
+
+/// A fresh profile directory under the temporary directory.
+fn profile_dir() -> std::io::Result<PathBuf> {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "semclip-browser-{}-{}-{:08x}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kills every process group in `groups`.
+fn kill_groups(groups: &Mutex<Vec<u32>>) {
+    let pids = std::mem::take(&mut *lock(groups));
+    for pid in pids {
+        kill_group(pid);
+    }
+}
+
+/// Kills the process group led by `pid` and any descendant that left it.
+fn kill_group(pid: u32) {
+    let Some(leader) = rustix::process::Pid::from_raw(pid as i32) else {
+        return;
+    };
+    let strays: Vec<u32> = descendants(pid);
+    let _ = rustix::process::kill_process_group(leader, rustix::process::Signal::KILL);
+    for stray in strays {
+        if let Some(p) = rustix::process::Pid::from_raw(stray as i32) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// The processes under `root` (children, grandchildren, ...), from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // The command name may hold spaces and parentheses: the fields
+            // follow the last ')'.
+            let rest = &stat[stat.rfind(')')? + 1..];
+            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while let Some(&p) = found.get(i) {
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Resident memory of `root` and its descendants, in bytes.
+pub fn tree_rss(root: u32) -> u64 {
+    std::iter::once(root)
+        .chain(descendants(root))
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kb * 1024)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_for_tells_xpath_from_css() {
+        assert_eq!(
+            WaitFor::parse("//table[@id='q']//td"),
+            WaitFor::XPath("//table[@id='q']//td".into())
+        );
+        assert_eq!(
+            WaitFor::parse("(//td)[2]"),
+            WaitFor::XPath("(//td)[2]".into())
+        );
+        assert_eq!(WaitFor::parse("./td"), WaitFor::XPath("./td".into()));
+        assert_eq!(
+            WaitFor::parse(".quote td"),
+            WaitFor::Css(".quote td".into())
+        );
+        assert_eq!(
+            WaitFor::parse("#quotes tr"),
+            WaitFor::Css("#quotes tr".into())
+        );
+    }
+
+    #[test]
+    fn selectors_are_quoted_into_the_script() {
+        let test = WaitFor::Css("a[title=\"x\"]\n').x('".into()).test();
+        assert_eq!(
+            test,
+            "!!document.querySelector(\"a[title=\\\"x\\\"]\\n').x('\")"
+        );
+    }
+
+    #[test]
+    fn the_process_tree_of_this_process_has_memory() {
+        assert!(tree_rss(std::process::id()) > 0);
+        assert_eq!(tree_rss(u32::MAX), 0);
+    }
+
+    #[test]
+    fn resources_round_trip_their_names() {
+        for r in Resource::ALL {
+            assert_eq!(Resource::from_name(r.name()), Some(r));
+        }
+        assert_eq!(Resource::from_name("scripts"), None);
+    }
+}

@@ -1,0 +1,417 @@
+//! `fetch: {render: browser}` end to end: the real `semclip` binary and
+//! Debian's Chromium against a local site whose pages are built by
+//! JavaScript, hang, crash their renderer or never show what is waited
+//! for. Without Chromium the tests skip with a message, or fail under `CI`.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::daemon::{Daemon, GAZP, file_alerts, kinds, setup, store, wait_until};
+use crate::fixture::Site;
+use crate::util::chromium;
+
+/// A site whose quote table is written by a script 300 ms after load.
+struct JsSite {
+    addr: SocketAddr,
+    state: Arc<Mutex<JsState>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct JsState {
+    price: String,
+    /// Each request: path and when it arrived.
+    seen: Vec<(String, Instant)>,
+}
+
+impl JsSite {
+    fn start(price: &str) -> JsSite {
+        let state = Arc::new(Mutex::new(JsState {
+            price: price.to_owned(),
+            seen: Vec::new(),
+        }));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = Router::new().route("/{page}", get(page)).with_state(shared);
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = stop_rx => {}
+                }
+            });
+        });
+        let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        JsSite {
+            addr,
+            state,
+            _stop: stop_tx,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn set_price(&self, price: &str) {
+        self.state.lock().unwrap().price = price.to_owned();
+    }
+
+    fn seen(&self, path: &str) -> usize {
+        let state = self.state.lock().unwrap();
+        state.seen.iter().filter(|(p, _)| p == path).count()
+    }
+
+    fn wait_for(&self, path: &str, n: usize, timeout: Duration) {
+        wait_until(&format!("{n} requests for {path}"), timeout, || {
+            self.seen(path) >= n
+        });
+    }
+}
+
+/// The quote page as the server sends it: no table, a script that writes
+/// it after 300 ms.
+fn js_quotes(price: &str) -> String {
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Quotes</title></head>\
+         <body><h1>Market</h1><div id=m>Loading...</div><script>\
+         setTimeout(function () {{\
+           var rows = [['GAZP', '{price}', '249,10'], ['SBER', '300,15', '302,00']];\
+           var h = '<table id=quotes><caption>Shares</caption><tr><th>Ticker</th><th>Last</th><th>Open</th></tr>';\
+           rows.forEach(function (r) {{ h += '<tr><td><b>' + r[0] + '</b></td><td>' + r[1] + '</td><td>' + r[2] + '</td></tr>'; }});\
+           document.getElementById('m').innerHTML = h + '</table>';\
+         }}, 300);</script></body></html>"
+    )
+}
+
+async fn page(
+    State(state): State<Arc<Mutex<JsState>>>,
+    UrlPath(page): UrlPath<String>,
+) -> Response {
+    let body = {
+        let mut s = state.lock().unwrap();
+        s.seen.push((format!("/{page}"), Instant::now()));
+        match page.as_str() {
+            "js-quotes.html" => js_quotes(&s.price),
+            "never.html" => "<!doctype html><p>Nothing is ever added here.</p>".to_owned(),
+            "spin.html" => "<!doctype html><script>while (true) {}</script>".to_owned(),
+            // Grows its heap until V8 gives up and the renderer dies.
+            "crash.html" => "<!doctype html><script>var a = []; \
+                for (;;) { a.push(new Array(1000000).fill(Math.random())); }</script>"
+                .to_owned(),
+            // What is waited for comes after a minute.
+            "slow.html" => "<!doctype html><p>Wait.</p><script>setTimeout(function () { \
+                document.body.innerHTML += '<p id=late>late</p>'; }, 60000);</script>"
+                .to_owned(),
+            _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
+        }
+    };
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+/// The daemon file's browser settings and limits loose enough that the
+/// browser watches of one host do not queue behind each other.
+fn daemon_extra(bin: &str) -> String {
+    format!(
+        "browser: {{executable: {bin}, max_pages: 4}}\n\
+         limits: {{per_host: 8, host_spacing: 0s}}\n"
+    )
+}
+
+/// A browser watch of `url`.
+fn browser_watch(url: &str, every: &str, fetch: &str) -> String {
+    format!(
+        "url: {url}\nschedule: {{every: {every}}}\nfetch: {{render: browser, retries: 0, {fetch}}}\n"
+    )
+}
+
+/// The processes below `root` whose name starts with `chrom`, with their
+/// start times (a pid can be reused; a pid and start time cannot).
+fn chromium_processes(root: u32) -> BTreeSet<(u32, u64)> {
+    let procs: Vec<(u32, u32, String, u64)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let open = stat.find('(')?;
+            let close = stat.rfind(')')?;
+            let name = stat[open + 1..close].to_owned();
+            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            let ppid = fields.get(1)?.parse().ok()?;
+            let start = fields.get(19)?.parse().ok()?;
+            Some((pid, ppid, name, start))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while let Some(&p) = tree.get(i) {
+        tree.extend(procs.iter().filter(|q| q.1 == p).map(|q| q.0));
+        i += 1;
+    }
+    procs
+        .iter()
+        .filter(|q| tree[1..].contains(&q.0) && q.2.starts_with("chrom"))
+        .map(|q| (q.0, q.3))
+        .collect()
+}
+
+/// Whether the process `pid` started at `start` still runs.
+fn alive(pid: u32, start: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let close = stat.rfind(')')?;
+            stat[close + 1..]
+                .split_whitespace()
+                .nth(19)?
+                .parse::<u64>()
+                .ok()
+        })
+        .is_some_and(|s| s == start)
+}
+
+/// The `check finished` lines of `watch` in `log`.
+fn finished<'a>(log: &'a str, watch: &str) -> Vec<&'a str> {
+    let field = format!("watch={watch} ");
+    log.lines()
+        .filter(|l| l.contains("check finished") && l.contains(&field))
+        .collect()
+}
+
+/// The last error recorded for `watch`.
+fn last_error(dir: &Path, watch: &str) -> String {
+    store(dir)
+        .status(watch)
+        .unwrap()
+        .and_then(|s| s.last_error)
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_script_built_table_is_clipped_its_threshold_fires_once_and_wait_for_fails_by_its_deadline() {
+    let name = "a_script_built_table_is_clipped_its_threshold_fires_once_and_wait_for_fails_by_its_deadline";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    // As the server sends it, the page has no quote to read.
+    let sent = semclip::hierarchy::Hierarchy::from_html(&js_quotes("251,30"), None);
+    let xml =
+        semclip::hierarchy::write::to_xml(&sent, semclip::hierarchy::write::XmlOptions::default());
+    assert!(
+        !xml.contains("GAZP") || !xml.contains("label=\"Shares\""),
+        "{xml}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let quotes = format!(
+        "{}clips:\n  shares: {{xpath: \"//table[@label='Shares']\"}}\n\
+         thresholds:\n  - name: gazp-high\n    xpath: \"{GAZP}\"\n    above: 300\n    notify: [log]\n",
+        browser_watch(
+            &site.url("/js-quotes.html"),
+            "1s",
+            "wait_for: \"#quotes td\", timeout: 10s"
+        )
+    );
+    let never = browser_watch(
+        &site.url("/never.html"),
+        "2s",
+        "wait_for: \"//p[@id='never']\", timeout: 3s",
+    );
+    setup(
+        dir,
+        &daemon_extra(bin),
+        &[("quotes", quotes), ("never", never)],
+    );
+    let daemon = Daemon::start(dir);
+    let reading = |dir: &Path| {
+        store(dir)
+            .thresholds("quotes")
+            .unwrap()
+            .first()
+            .and_then(|t| t.value)
+    };
+    wait_until(
+        "the rendered table's first reading",
+        Duration::from_secs(60),
+        || reading(dir) == Some(251.3),
+    );
+    assert!(file_alerts(dir).is_empty(), "{:#?}", file_alerts(dir));
+    site.set_price("305,40");
+    wait_until("the crossing", Duration::from_secs(30), || {
+        reading(dir) == Some(305.4)
+    });
+    // Later renders of the same value raise nothing more.
+    let n = site.seen("/js-quotes.html");
+    site.wait_for("/js-quotes.html", n + 3, Duration::from_secs(30));
+    let alerts = file_alerts(dir);
+    assert_eq!(kinds(&alerts), ["threshold_crossed"], "{alerts:#?}");
+    assert_eq!(alerts[0]["threshold"]["value"], 305.4);
+    assert_eq!(
+        alerts[0]["threshold"]["context"],
+        "Market / Shares / GAZP / Last"
+    );
+
+    // What never appears fails its own watch, by its deadline, and says so.
+    wait_until("the never watch's failure", Duration::from_secs(30), || {
+        !last_error(dir, "never").is_empty()
+    });
+    let error = last_error(dir, "never");
+    assert!(
+        error.contains("wait_for `//p[@id='never']` matched nothing within 3s"),
+        "{error}"
+    );
+    assert_eq!(last_error(dir, "quotes"), "");
+
+    // The browser runs while the daemon does, and not a moment after.
+    let browsers = chromium_processes(daemon.pid());
+    assert!(!browsers.is_empty(), "no Chromium under the daemon");
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+    let left: Vec<_> = browsers.iter().filter(|(p, s)| alive(*p, *s)).collect();
+    assert!(left.is_empty(), "Chromium left running: {left:?}");
+
+    // The clip holds the rendered table.
+    let store = store(dir);
+    assert_eq!(store.snapshots("quotes").unwrap().len(), 2);
+}
+
+#[test]
+fn a_spinning_page_a_crashed_renderer_and_a_killed_browser_fail_only_their_own_watch() {
+    let name = "a_spinning_page_a_crashed_renderer_and_a_killed_browser_fail_only_their_own_watch";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    // The HTTP watch's own host: per-host politeness is not what is tested.
+    let http = Site::start_on("127.0.0.2", "251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let watches = [
+        (
+            "http",
+            format!(
+                "url: {}\nschedule: {{every: 1s}}\nfetch: {{timeout: 5s, retries: 0}}\n",
+                http.url("/quotes.html")
+            ),
+        ),
+        (
+            "good",
+            browser_watch(
+                &site.url("/js-quotes.html"),
+                "2s",
+                "wait_for: \"#quotes td\", timeout: 15s",
+            ),
+        ),
+        (
+            "spin",
+            browser_watch(&site.url("/spin.html"), "4s", "timeout: 3s"),
+        ),
+        (
+            "crash",
+            browser_watch(&site.url("/crash.html"), "4s", "timeout: 20s"),
+        ),
+    ];
+    setup(dir, &daemon_extra(bin), &watches);
+    let daemon = Daemon::start(dir);
+    wait_until(
+        "the spinning page's failure",
+        Duration::from_secs(60),
+        || last_error(dir, "spin").contains("did not render within 3s"),
+    );
+    wait_until(
+        "the crashed renderer's failure",
+        Duration::from_secs(60),
+        || last_error(dir, "crash").contains("crashed its renderer"),
+    );
+
+    // A browser SIGKILLed during a render fails that render. The slow
+    // watch is added now, so that it is what renders at the kill.
+    std::fs::write(
+        dir.join("watches/slow.yaml"),
+        browser_watch(
+            &site.url("/slow.html"),
+            "1h",
+            "wait_for: \"#late\", timeout: 30s",
+        ),
+    )
+    .unwrap();
+    site.wait_for("/slow.html", 1, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(1));
+    let main: Vec<u32> = chromium_processes(daemon.pid())
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("--remote-debugging-port"))
+        })
+        .collect();
+    assert!(!main.is_empty(), "no browser process to kill");
+    for pid in &main {
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+    let killed_at = daemon.log().len();
+    wait_until(
+        "the killed browser's failure",
+        Duration::from_secs(30),
+        || last_error(dir, "slow").contains("the browser stopped during the render"),
+    );
+    // The browser is started again and the good watch renders on it.
+    wait_until("a render after the kill", Duration::from_secs(60), || {
+        let log = daemon.log();
+        let after = &log[killed_at.min(log.len())..];
+        after.contains("browser started")
+            && finished(after, "good")
+                .iter()
+                .any(|l| !l.contains("outcome=failed"))
+    });
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+
+    // Only the watch that hung, crashed or was rendering at the kill
+    // failed: the good watch never for the others' reasons, the HTTP watch
+    // never at all.
+    for line in finished(&log, "good") {
+        assert!(
+            !line.contains("did not render") && !line.contains("crashed"),
+            "{line}"
+        );
+    }
+    assert!(finished(&log, "http").len() > 5, "{log}");
+    for line in finished(&log, "http") {
+        assert!(!line.contains("outcome=failed"), "{line}");
+    }
+    // The HTTP watch, checked every second, never missed its schedule by
+    // more than one interval (request starts at most two intervals apart,
+    // with half a second for the request itself).
+    let starts: Vec<Instant> = http.seen("/quotes.html").iter().map(|s| s.at).collect();
+    for pair in starts.windows(2) {
+        let gap = pair[1].duration_since(pair[0]);
+        assert!(
+            gap <= Duration::from_millis(2500),
+            "a gap of {gap:?}\n{log}"
+        );
+    }
+}
