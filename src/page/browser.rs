@@ -386,12 +386,27 @@ impl Browsers {
         result
     }
 
-    /// Kills every browser started and refuses further renders.
+    /// Kills every browser started, waits (at most [`CLOSE_TIMEOUT`]) until
+    /// their processes are gone, and refuses further renders.
     pub async fn shutdown(&self) {
         self.shut.store(true, Ordering::SeqCst);
         self.tabs.close();
+        let groups: Vec<u32> = lock(&self.groups).clone();
         self.current.lock().await.take();
         kill_groups(&self.groups);
+        let deadline = Instant::now() + CLOSE_TIMEOUT;
+        while Instant::now() < deadline {
+            let groups = groups.clone();
+            let running =
+                tokio::task::spawn_blocking(move || groups.iter().any(|&g| group_running(g)))
+                    .await
+                    .unwrap_or(false);
+            if !running {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tracing::warn!("browser processes still running after the kill");
     }
 
     /// The browser in use, started when there is none or it died.
@@ -931,6 +946,26 @@ fn kill_group(pid: u32) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
         }
     }
+}
+
+/// Whether a process of the group `pgid` still runs (zombies, dead and
+/// waiting to be reaped, do not count).
+fn group_running(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        let Some(close) = stat.rfind(')') else {
+            return false;
+        };
+        let mut fields = stat[close + 1..].split_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+        state != Some("Z") && group == Some(pgid)
+    })
 }
 
 /// The processes under `root` (children, grandchildren, ...), from /proc.

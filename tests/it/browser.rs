@@ -172,19 +172,18 @@ fn chromium_processes(root: u32) -> BTreeSet<(u32, u64)> {
         .collect()
 }
 
-/// Whether the process `pid` started at `start` still runs.
+/// Whether the process `pid` started at `start` still runs (a zombie,
+/// dead and waiting for its new parent to reap it, does not).
 fn alive(pid: u32, start: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
             let close = stat.rfind(')')?;
-            stat[close + 1..]
-                .split_whitespace()
-                .nth(19)?
-                .parse::<u64>()
-                .ok()
+            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            let running = *fields.first()? != "Z";
+            Some(running && fields.get(19)?.parse::<u64>().ok()? == start)
         })
-        .is_some_and(|s| s == start)
+        .unwrap_or(false)
 }
 
 /// The `check finished` lines of `watch` in `log`.
@@ -286,8 +285,16 @@ fn a_script_built_table_is_clipped_its_threshold_fires_once_and_wait_for_fails_b
     assert!(!browsers.is_empty(), "no Chromium under the daemon");
     let log = daemon.log();
     assert_eq!(daemon.stop().code(), Some(0), "{log}");
-    let left: Vec<_> = browsers.iter().filter(|(p, s)| alive(*p, *s)).collect();
-    assert!(left.is_empty(), "Chromium left running: {left:?}");
+    // SIGKILL is delivered at once but a process takes a moment to exit.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let left = loop {
+        let left: Vec<_> = browsers.iter().filter(|(p, s)| alive(*p, *s)).collect();
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(left.is_empty(), "Chromium left running: {left:?}\n{log}");
 
     // The clip holds the rendered table.
     let store = store(dir);

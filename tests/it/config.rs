@@ -540,10 +540,6 @@ fn browser_render_options_are_checked() {
              fetch: {render: browser, wait_for: \"//td[\", viewport: 1280, block: [images, scripts]}\n",
         ),
         (
-            "watches/file.yaml",
-            "url: file:///tmp/page.html\nschedule: {every: 1h}\nfetch: {render: browser}\n",
-        ),
-        (
             "watches/good.yaml",
             "url: https://example.org/\nschedule: {every: 1h}\n\
              fetch: {render: browser, wait_for: \"#quotes td\", viewport: 390x844, block: [fonts], timeout: 20s}\n",
@@ -555,14 +551,13 @@ fn browser_render_options_are_checked() {
     let lines: Vec<&str> = stderr.lines().collect();
     for expected in [
         "semclip.yaml:2:22: browser.max_pages: ",
-        "semclip.yaml:2:36: browser.memory_cap: ",
+        "semclip.yaml:2:37: browser.memory_cap: invalid byte size `lots`",
         "watches/engine.yaml:3:17: fetch.render: unknown render `chrome`: expected one of http, browser",
         "watches/http.yaml:3:19: fetch.wait_for: only with `render: browser`",
         "watches/http.yaml:3:32: fetch.block: only with `render: browser`",
-        "fetch.wait_for: invalid XPath",
-        "fetch.viewport: invalid viewport `1280`: expected WIDTHxHEIGHT",
-        "fetch.block[1]: unknown resource `scripts`: expected one of images, fonts, media",
-        "watches/file.yaml:3:8: fetch.render: `render: browser` needs an http or https URL",
+        "watches/options.yaml:3:36: fetch.wait_for: invalid XPath at column 6",
+        "watches/options.yaml:3:55: fetch.viewport: invalid viewport `1280`: expected WIDTHxHEIGHT",
+        "watches/options.yaml:3:77: fetch.block[1]: unknown resource `scripts`: expected one of images, fonts, media",
     ] {
         assert!(
             lines.iter().any(|l| l.contains(expected)),
