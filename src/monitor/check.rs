@@ -484,7 +484,7 @@ async fn render(
         .await
         .map_err(|source| SourceError::Browser {
             url: url.clone(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(Fetched::Page {
         page: RawPage {

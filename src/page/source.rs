@@ -198,9 +198,9 @@ pub enum SourceError {
     Browser {
         /// The page.
         url: Url,
-        /// Why.
+        /// Why (boxed: it would make every `SourceError` larger).
         #[source]
-        source: crate::page::browser::BrowserError,
+        source: Box<crate::page::browser::BrowserError>,
     },
     /// The response body (after decompression) is larger than allowed.
     #[error("{url} is larger than the limit of {limit} bytes")]
