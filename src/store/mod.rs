@@ -94,6 +94,7 @@ use crate::diff::Change;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+mod claim;
 mod database;
 mod event;
 pub mod pg;
@@ -102,6 +103,7 @@ mod sql;
 mod state;
 pub mod time;
 
+pub use claim::{BUSY_RETRY, Claim};
 pub use database::{Database, PostgresUrl};
 pub use sql::DbError;
 

@@ -32,6 +32,7 @@ mod props;
 mod records;
 mod refresh;
 mod region;
+mod replicas;
 mod rtdm;
 mod serve;
 mod shapes;
