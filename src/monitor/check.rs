@@ -44,6 +44,37 @@ use crate::store::{
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
 
+/// `limits.host_spacing` across the replicas sharing the store: each
+/// request start is reserved in the database
+/// ([`Store::reserve_host_start`]). `limits.per_host` (requests in flight)
+/// stays per replica.
+#[derive(Debug)]
+struct StoreSpacing(Arc<StorePool>);
+
+impl fetch::SharedSpacing for StoreSpacing {
+    fn reserve<'a>(
+        &'a self,
+        host: &'a str,
+        spacing: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>> {
+        Box::pin(async move {
+            let owned = host.to_owned();
+            let reserved = self
+                .0
+                .run(move |s| s.reserve_host_start(&owned, SystemTime::now(), spacing))
+                .await;
+            match reserved {
+                Ok(at) => Some(at),
+                Err(error) => {
+                    tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                        "cannot reserve a request start in the store; spacing this replica's only");
+                    None
+                }
+            }
+        })
+    }
+}
+
 /// What every check shares.
 #[derive(Debug)]
 pub struct Engine {
@@ -63,10 +94,14 @@ pub struct Engine {
 impl Engine {
     /// An engine over an open store pool.
     pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
+        let mut limiter = HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing);
+        if stores.shared_by_replicas() {
+            limiter = limiter.with_shared(Arc::new(StoreSpacing(Arc::clone(&stores))));
+        }
         Engine {
             stores,
             clients: Clients::new(Arc::new(daemon.fence())),
-            limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
+            limiter,
             daemon,
             workers: Workers::per_cpu(),
         }

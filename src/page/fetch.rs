@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use reqwest::header::{
@@ -122,13 +122,30 @@ pub fn backoff(attempt: u32, base: Duration) -> Duration {
     delay + jitter
 }
 
+/// Request starts to a host, reserved where other processes see them too
+/// (replicas on one database): each reservation is at least `spacing` after
+/// every one before it, whichever process made it.
+pub trait SharedSpacing: Send + Sync + std::fmt::Debug {
+    /// Reserves a start to `host`; resolves to when the request may start,
+    /// or `None` when no reservation could be made (the caller goes on
+    /// with its own spacing only).
+    fn reserve<'a>(
+        &'a self,
+        host: &'a str,
+        spacing: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>>;
+}
+
 /// Per-host politeness: at most `per_host` requests in flight to one host,
-/// and request starts to one host at least `spacing` apart.
+/// and request starts to one host at least `spacing` apart; with a
+/// [`SharedSpacing`], the spacing holds across processes too (each request
+/// first waits for its place here, then for its reserved start there).
 #[derive(Debug)]
 pub struct HostLimiter {
     per_host: usize,
     spacing: Duration,
     hosts: Mutex<HashMap<String, Arc<HostSlot>>>,
+    shared: Option<Arc<dyn SharedSpacing>>,
 }
 
 #[derive(Debug)]
@@ -144,7 +161,14 @@ impl HostLimiter {
             per_host: per_host.max(1),
             spacing,
             hosts: Mutex::new(HashMap::new()),
+            shared: None,
         }
+    }
+
+    /// The limiter, its spacing also reserved through `shared`.
+    pub fn with_shared(mut self, shared: Arc<dyn SharedSpacing>) -> HostLimiter {
+        self.shared = Some(shared);
+        self
     }
 
     /// Waits for a slot on `host` and for its spacing; the request may
@@ -159,6 +183,12 @@ impl HostLimiter {
             start
         };
         tokio::time::sleep_until(start).await;
+        if let Some(shared) = self.shared.as_ref().filter(|_| !self.spacing.is_zero())
+            && let Some(at) = shared.reserve(host, self.spacing).await
+            && let Ok(wait) = at.duration_since(SystemTime::now())
+        {
+            tokio::time::sleep(wait).await;
+        }
         Some(permit)
     }
 

@@ -134,6 +134,46 @@ impl Store {
         })
     }
 
+    /// Reserves a request start to `host` at least `spacing` after every
+    /// start reserved before it, by any replica: returns when the request
+    /// may start (`now` or later). PostgreSQL updates the host's row under
+    /// its row lock, so replicas reserving at once queue behind each other;
+    /// SQLite (one daemon, whose in-process limiter spaces its requests)
+    /// returns `now`.
+    pub fn reserve_host_start(
+        &mut self,
+        host: &str,
+        now: SystemTime,
+        spacing: Duration,
+    ) -> Result<SystemTime, StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok(now);
+        }
+        let now_ms = to_millis(now)?;
+        let spacing_ms = i64::try_from(spacing.as_millis()).unwrap_or(i64::MAX);
+        let err = |source| StoreError::Database {
+            path: self.path.clone(),
+            action: format!("reserve a request to {host}"),
+            source,
+        };
+        let start: i64 = self
+            .db()
+            .query_one(
+                "INSERT INTO host_turn (host, next_start)
+                 VALUES (?1, CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT))
+                 ON CONFLICT (host) DO UPDATE SET next_start =
+                   GREATEST(host_turn.next_start, CAST(?2 AS BIGINT)) + CAST(?3 AS BIGINT)
+                 RETURNING next_start - CAST(?3 AS BIGINT)",
+                args![host, now_ms, spacing_ms],
+            )
+            .and_then(|mut row| row.get(0))
+            .map_err(err)?;
+        from_millis(start).map_err(|source| StoreError::CorruptWatch {
+            watch: format!("(host {host})"),
+            source,
+        })
+    }
+
     /// Asks for `watch` to be checked at `at` (check now): its stored next
     /// run moves there, so whichever replica claims it next checks it.
     pub fn request_check(&mut self, watch: &str, at: SystemTime) -> Result<(), StoreError> {

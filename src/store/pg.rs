@@ -168,7 +168,8 @@ const MIGRATIONS: &[&str] = &[
         body       TEXT NOT NULL
     );",
     // 2: replicas sharing the work (see `super::claim`): who holds the
-    // lease on a watch's current run, and until when (Unix ms). A row is
+    // lease on a watch's current run, and until when (Unix ms), and each
+    // host's next request start. A row is
     // deleted when its check is recorded. Outbox rows need no column: a
     // claim moves `next_attempt` to the end of its lease. No SQLite
     // counterpart: one daemon per SQLite file, whose claims are its own.
@@ -176,6 +177,12 @@ const MIGRATIONS: &[&str] = &[
         watch       TEXT PRIMARY KEY,
         owner       TEXT,
         lease_until BIGINT
+    );
+    -- The next request start to each host any replica may reserve (Unix
+    -- ms): `limits.host_spacing` across replicas.
+    CREATE TABLE host_turn (
+        host       TEXT PRIMARY KEY,
+        next_start BIGINT NOT NULL
     );",
 ];
 

@@ -2,7 +2,8 @@
 //! the tests, [`crate::pg`]): three `semclip run` processes with the same
 //! daemon file and watches, against the local fixture site, a real local
 //! SMTP server and a local webhook receiver. Each scheduled run is checked
-//! by one replica, and each threshold crossing reaches each notifier once.
+//! by one replica, each threshold crossing reaches each notifier once, and
+//! `limits.host_spacing` holds across the replicas together.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -20,13 +21,16 @@ const EVERY: u64 = 2;
 
 const REPLICAS: usize = 3;
 
+/// `limits.host_spacing`, in milliseconds: every watch is on one host.
+const SPACING_MS: u64 = 100;
+
 /// Writes one replica's daemon file (the database at `url`) and the
 /// shared watches of `site`.
 fn setup(dir: &Path, url: &str, smtp_port: u16, hook: &url::Url, site: &Site) {
     std::fs::create_dir_all(dir.join("watches")).unwrap();
     let config = format!(
         "database: \"{url}\"\nwatches: watches\n\
-         limits: {{concurrency: 16, per_host: 16, host_spacing: 0s}}\n\
+         limits: {{concurrency: 16, per_host: 16, host_spacing: {SPACING_MS}ms}}\n\
          smtp: {{host: 127.0.0.1, port: {smtp_port}, security: none, \
          from: \"semclip <semclip@test.local>\", timeout: 5s}}\n\
          alerts: {{give_up_after: 1h}}\n\
@@ -131,6 +135,17 @@ fn replicas_check_each_run_once_and_deliver_each_crossing_once() {
     );
 
     // Each crossing reached each notifier once, with a delivery id each.
+    // Request starts to the one host at least the spacing apart, across
+    // all replicas (less a margin for the time between the start and the
+    // request's arrival, which the machine's load varies).
+    let mut arrivals: Vec<Instant> = site.seen("/quotes.html").iter().map(|s| s.at).collect();
+    arrivals.sort();
+    let closest = arrivals.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(
+        closest >= Duration::from_millis(SPACING_MS / 2),
+        "two requests {closest:?} apart (spacing {SPACING_MS} ms)"
+    );
+
     let calls = hook.requests();
     let watches: BTreeSet<String> = calls
         .iter()
