@@ -96,6 +96,7 @@ use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
 mod database;
 mod event;
+pub mod migrate;
 pub mod pg;
 pub mod pool;
 mod sql;
@@ -731,6 +732,11 @@ impl Store {
     /// PostgreSQL).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store is an SQLite file (else a PostgreSQL database).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.engine, Engine::Sqlite(_))
     }
 
     /// Where queries outside a transaction run.
