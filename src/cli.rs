@@ -63,6 +63,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write a starter watch file for a page: its tables and numeric columns, commented.
     Init(InitArgs),
+    /// Copy the SQLite store into an empty PostgreSQL database, history and alerts included.
+    Migrate(MigrateArgs),
 }
 
 /// Where the configuration is: shared by `run`, `check` and `validate`.
@@ -117,6 +119,26 @@ pub struct CheckArgs {
     /// Record nothing and send nothing: only print what would happen.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Arguments of `semclip migrate`.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The PostgreSQL database to copy into: a postgres:// URL without a password.
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// The environment variable holding the target's password.
+    #[arg(long, value_name = "NAME", conflicts_with = "password_file")]
+    pub password_env: Option<String>,
+    /// A file holding the target's password.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// The SQLite store to copy [default: the daemon file's `database`].
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<std::path::PathBuf>,
+    /// The daemon file [default: semclip.yaml if it exists, else built-in defaults].
+    #[arg(long, short, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `semclip validate`.

@@ -9,6 +9,7 @@ pub mod extract;
 pub mod hierarchy;
 pub mod init;
 pub mod learn;
+pub mod migrate;
 pub mod run;
 pub mod serve;
 pub mod validate;

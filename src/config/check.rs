@@ -142,83 +142,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn secret(&mut self, s: &Sp<RawSecret>, path: &str) -> Option<Secret> {
-        match &s.value {
-            RawSecret::Inline => {
-                self.err(s.at, path, INLINE_SECRET);
-                None
-            }
-            RawSecret::Env(name) => match std::env::var(name) {
-                Ok(v) if !v.is_empty() => Some(Secret(v)),
-                Ok(_) => {
-                    self.err(s.at, path, format!("environment variable {name} is empty"));
-                    None
-                }
-                Err(std::env::VarError::NotPresent) => {
-                    self.err(
-                        s.at,
-                        path,
-                        format!("environment variable {name} is not set"),
-                    );
-                    None
-                }
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    self.err(
-                        s.at,
-                        path,
-                        format!("environment variable {name} is not valid UTF-8"),
-                    );
-                    None
-                }
-            },
-            RawSecret::File(p) => {
-                let full = self.path(p);
-                let read =
-                    crate::page::fence::read_regular(&full, MAX_SECRET_FILE).and_then(|bytes| {
-                        String::from_utf8(bytes).map_err(|_| {
-                            FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData))
-                        })
-                    });
-                match read {
-                    Ok(mut text) => {
-                        if text.ends_with('\n') {
-                            text.pop();
-                            if text.ends_with('\r') {
-                                text.pop();
-                            }
-                        }
-                        if text.is_empty() {
-                            self.err(
-                                s.at,
-                                path,
-                                format!("secret file {} is empty", full.display()),
-                            );
-                            return None;
-                        }
-                        Some(Secret(text))
-                    }
-                    Err(e) => {
-                        let reason = match e {
-                            FencedRead::Io(e) => io_reason(&e),
-                            FencedRead::TooLarge => {
-                                format!("larger than {} KiB", MAX_SECRET_FILE / 1024)
-                            }
-                            FencedRead::Fence(e) => match e {
-                                crate::page::fence::FenceError::NotRegular { kind, .. } => {
-                                    format!("a {kind}, not a regular file")
-                                }
-                                other => other.to_string(),
-                            },
-                        };
-                        self.err(
-                            s.at,
-                            path,
-                            format!("cannot read secret file {}: {reason}", full.display()),
-                        );
-                        None
-                    }
-                }
-            }
-        }
+        let found = match &s.value {
+            RawSecret::Inline => Err(INLINE_SECRET.to_owned()),
+            RawSecret::Env(name) => secret_from_env(name),
+            RawSecret::File(p) => secret_from_file(&self.path(p)),
+        };
+        found.map_err(|message| self.err(s.at, path, message)).ok()
     }
 
     fn socket_addr(&mut self, v: &Sp<String>, path: &str) -> Option<SocketAddr> {
@@ -2177,6 +2106,59 @@ fn page_limits(p: &super::raw::RawPageLimits, cx: &mut Ctx) -> PageLimits {
             d.cpu,
             Duration::from_millis(1),
         ),
+    }
+}
+
+/// A secret from environment variable `name`, or why there is none.
+pub fn secret_from_env(name: &str) -> Result<Secret, String> {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(Secret(v)),
+        Ok(_) => Err(format!("environment variable {name} is empty")),
+        Err(std::env::VarError::NotPresent) => {
+            Err(format!("environment variable {name} is not set"))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(format!("environment variable {name} is not valid UTF-8"))
+        }
+    }
+}
+
+/// A secret from the file at `full` (one trailing line break dropped), or
+/// why there is none.
+pub fn secret_from_file(full: &Path) -> Result<Secret, String> {
+    let read = crate::page::fence::read_regular(full, MAX_SECRET_FILE).and_then(|bytes| {
+        String::from_utf8(bytes)
+            .map_err(|_| FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData)))
+    });
+    match read {
+        Ok(mut text) => {
+            if text.ends_with('\n') {
+                text.pop();
+                if text.ends_with('\r') {
+                    text.pop();
+                }
+            }
+            if text.is_empty() {
+                return Err(format!("secret file {} is empty", full.display()));
+            }
+            Ok(Secret(text))
+        }
+        Err(e) => {
+            let reason = match e {
+                FencedRead::Io(e) => io_reason(&e),
+                FencedRead::TooLarge => format!("larger than {} KiB", MAX_SECRET_FILE / 1024),
+                FencedRead::Fence(e) => match e {
+                    crate::page::fence::FenceError::NotRegular { kind, .. } => {
+                        format!("a {kind}, not a regular file")
+                    }
+                    other => other.to_string(),
+                },
+            };
+            Err(format!(
+                "cannot read secret file {}: {reason}",
+                full.display()
+            ))
+        }
     }
 }
 

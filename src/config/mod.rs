@@ -39,6 +39,8 @@ use std::time::Duration;
 
 use url::Url;
 
+pub use check::{secret_from_env, secret_from_file};
+
 use crate::config::schedule::Schedule;
 pub use crate::page::budget::PageLimits;
 use crate::page::fence::{AllowHost, Fence};

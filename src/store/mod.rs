@@ -97,6 +97,7 @@ use crate::hierarchy::{Hierarchy, packed};
 mod claim;
 mod database;
 mod event;
+pub mod migrate;
 pub mod pg;
 pub mod pool;
 mod sql;
@@ -733,6 +734,11 @@ impl Store {
     /// PostgreSQL).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store is an SQLite file (else a PostgreSQL database).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.engine, Engine::Sqlite(_))
     }
 
     /// Where queries outside a transaction run.

@@ -603,7 +603,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// Writes a daemon file with the `log`, `mail` (SMTP on `smtp_port`) and
 /// `hook` notifiers, and the watches.
-fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str, String)]) {
+pub fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str, String)]) {
     setup(dir, "", watches);
     std::fs::write(dir.join("hook.secret"), "s3cret\n").unwrap();
     let config = format!(

@@ -26,6 +26,7 @@ mod hostile;
 mod layers;
 mod layout;
 mod markup;
+mod migrate;
 mod notify;
 mod pg;
 mod props;
