@@ -184,6 +184,26 @@ pub enum SourceError {
         /// The status it answered with.
         status: StatusCode,
     },
+    /// The login of a session ([`crate::page::session::LoginForm`]) failed:
+    /// its form could not be posted or was refused.
+    #[error("cannot log in to session `{session}`")]
+    Login {
+        /// The session.
+        session: String,
+        /// Why.
+        #[source]
+        source: Box<SourceError>,
+    },
+    /// The page still shows its session logged out after logging in.
+    #[error(
+        "still logged out after logging in to session `{session}`: the page matches `{marker}`"
+    )]
+    StillLoggedOut {
+        /// The session.
+        session: String,
+        /// The `logged_out` XPath the page matched.
+        marker: String,
+    },
     /// The server answered with a block, not the page: a bot challenge,
     /// a firewall's block page, a rate limit ([`crate::page::blocked`]).
     #[error("blocked: {url} answered with {}", blocked.reason)]

@@ -619,7 +619,7 @@ fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str
 }
 
 /// Waits until `f` holds.
-fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < timeout, "not within {timeout:?}: {what}");

@@ -34,6 +34,7 @@ mod refresh;
 mod region;
 mod rtdm;
 mod serve;
+mod sessions;
 mod shapes;
 mod source;
 mod store;
