@@ -29,7 +29,7 @@ use crate::hierarchy::Hierarchy;
 use crate::monitor::compare::{self, Prepared};
 use crate::monitor::fingerprint;
 use crate::monitor::layout::{self, LayoutState};
-use crate::monitor::session::{Session, Sessions};
+use crate::monitor::session::{Session, Sessions, Turn};
 use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
@@ -367,12 +367,16 @@ async fn log_in(
     now: SystemTime,
     dry_run: bool,
 ) -> Result<(), SourceError> {
-    let Some(turn) = session.login_turn(logins).await else {
-        tracing::info!(
-            session = session.name(),
-            "logged in by another check meanwhile"
-        );
-        return Ok(());
+    let turn = match session.login_turn(logins).await {
+        Turn::Go(turn) => turn,
+        Turn::Done => {
+            tracing::info!(
+                session = session.name(),
+                "logged in by another check meanwhile"
+            );
+            return Ok(());
+        }
+        Turn::Held { last, wait } => return Err(SourceError::LoginHeld { last, wait }),
     };
     let before = session.snapshot();
     let posted = fetch::post_form(
@@ -384,9 +388,12 @@ async fn log_in(
     )
     .await;
     let ok = posted.is_ok();
-    if ok {
-        turn.done();
-        tracing::info!(session = session.name(), url = %login.form.url, "logged in");
+    match &posted {
+        Ok(_) => {
+            turn.done();
+            tracing::info!(session = session.name(), url = %login.form.url, "logged in");
+        }
+        Err(error) => turn.failed(error_chain(error)),
     }
     if !dry_run {
         session

@@ -194,6 +194,15 @@ pub enum SourceError {
         #[source]
         source: Box<SourceError>,
     },
+    /// A session's last login failed not long ago: it is not tried again
+    /// before its back-off ends (see [`crate::monitor::session`]).
+    #[error("the last login failed ({last}); not tried again for {}s", wait.as_secs().max(1))]
+    LoginHeld {
+        /// What the last login got.
+        last: String,
+        /// How long until the next login may be tried.
+        wait: std::time::Duration,
+    },
     /// The page still shows its session logged out after logging in.
     #[error(
         "still logged out after logging in to session `{session}`: the page matches `{marker}`"

@@ -227,6 +227,7 @@ fn a_session_logs_in_once_keeps_its_cookie_across_a_restart_and_again_only_when_
     assert_eq!(status.failures, 0, "{status:?}");
 
     // A refused login is a clear failure of the watch, never data.
+    let posts = shop.posts();
     shop.set_password("changed");
     shop.expire();
     let failed = || {
@@ -248,7 +249,13 @@ fn a_session_logs_in_once_keeps_its_cookie_across_a_restart_and_again_only_when_
         error.contains("cannot log in to session `shop`") && error.contains("401"),
         "{error}"
     );
+    // It backs off: the checks of the next seconds (every 1s) find the
+    // session logged out and fail without posting the form again.
+    let n = shop.account().len();
+    shop.wait_account(n + 3);
+    assert_eq!(shop.posts(), posts + 1, "{}", daemon.log());
     let log = daemon.log();
+    assert!(log.contains("not tried again for"), "{log}");
     assert_eq!(daemon.stop().code(), Some(0));
     let store = store(dir);
     // The login page was never compared or stored: one snapshot, no
