@@ -65,6 +65,40 @@ pub enum Command {
     Init(InitArgs),
     /// Copy the SQLite store into an empty PostgreSQL database, history and alerts included.
     Migrate(MigrateArgs),
+    /// Fill or clear a session's stored cookie jar (import a browser's cookies.txt).
+    #[command(subcommand)]
+    Cookies(CookiesCommand),
+}
+
+/// What `semclip cookies` does.
+#[derive(Debug, Subcommand)]
+pub enum CookiesCommand {
+    /// Add the cookies of a Netscape cookies.txt to a session's jar (nothing on a bad line).
+    Import(CookiesImportArgs),
+    /// Empty a session's jar: its next check starts logged out.
+    Clear(CookiesClearArgs),
+}
+
+/// Arguments of `semclip cookies import`.
+#[derive(Debug, clap::Args)]
+pub struct CookiesImportArgs {
+    /// The session, as declared under `sessions` in the daemon file.
+    pub session: String,
+    /// The cookies.txt file (as browsers' export extensions and curl write it), or `-`.
+    pub file: String,
+    /// Configuration (where the store and the sessions are).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Arguments of `semclip cookies clear`.
+#[derive(Debug, clap::Args)]
+pub struct CookiesClearArgs {
+    /// The session, as declared under `sessions` in the daemon file.
+    pub session: String,
+    /// Configuration (where the store and the sessions are).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Where the configuration is: shared by `run`, `check` and `validate`.

@@ -4,6 +4,7 @@
 //! the process exit code (see README, "Exit codes").
 
 pub mod check;
+pub mod cookies;
 pub mod diff;
 pub mod extract;
 pub mod hierarchy;

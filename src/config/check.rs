@@ -15,14 +15,15 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawClip, RawDaemon, RawEmail, RawExtract, RawFailures,
     RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier, RawOnChange,
     RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity, RawServer,
-    RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
+    RawSession, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, Database,
-    DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits,
-    MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig,
-    SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, FormField, Layout, Limits,
+    Login, LoginForm, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret,
+    SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig,
+    Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
@@ -429,6 +430,7 @@ pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfi
         alerts: AlertSettings::default(),
         retention: Retention::default(),
         demo: None,
+        sessions: BTreeMap::new(),
     }
 }
 
@@ -557,6 +559,18 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     if let Some(r) = &raw.retention {
         c.retention = retention(&r.value, cx);
     }
+    let fence = c.fence();
+    for (name, s) in raw.sessions.iter().flatten() {
+        if let Some(session) = session(name, &s.value, &fence, cx) {
+            c.sessions.insert(name.clone(), session);
+        } else if !valid_id(name) {
+            cx.err(
+                s.at,
+                &join("sessions", name),
+                format!("session name `{name}` may only use A-Z a-z 0-9 . _ - (at least one)"),
+            );
+        }
+    }
     if let Some(demo) = &raw.demo {
         c.demo = cx
             .socket_addr(&demo.value.listen, "demo.listen")
@@ -573,6 +587,87 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
         ),
         watches_at: Some((cx.file.to_path_buf(), watches_at)),
     }
+}
+
+/// Session `name`: its login form (URL through the fence, fields with
+/// their secrets read) and logged-out XPaths. `None` after a diagnostic.
+fn session(name: &str, raw: &RawSession, fence: &Fence, cx: &mut Ctx) -> Option<SessionConfig> {
+    if !valid_id(name) {
+        return None;
+    }
+    let Some(login) = &raw.login else {
+        return Some(SessionConfig::default());
+    };
+    let path = join(&join("sessions", name), "login");
+    let l = &login.value;
+    let url = match Url::parse(l.url.value.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => match fence.check_watch_url(&u) {
+            Ok(()) => Some(u),
+            Err(e) => {
+                cx.err(l.url.at, &join(&path, "url"), e.to_string());
+                None
+            }
+        },
+        Ok(u) => {
+            cx.err(
+                l.url.at,
+                &join(&path, "url"),
+                format!(
+                    "unsupported scheme `{}`: a login is posted over http or https",
+                    u.scheme()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            cx.err(
+                l.url.at,
+                &join(&path, "url"),
+                format!("invalid URL `{}`: {e}", l.url.value),
+            );
+            None
+        }
+    };
+    let mut fields = Vec::new();
+    let mut ok = true;
+    for (field, value) in l.fields.iter().flatten() {
+        let at = join(&join(&path, "fields"), field);
+        match &value.value {
+            RawSecretOrText::Text(text) => fields.push(FormField {
+                name: field.clone(),
+                value: text.clone(),
+                secret: false,
+            }),
+            RawSecretOrText::Secret(secret) => {
+                let raw = Sp {
+                    value: secret.clone(),
+                    at: value.at,
+                };
+                match cx.secret(&raw, &at) {
+                    Some(s) => fields.push(FormField {
+                        name: field.clone(),
+                        value: s.expose().to_owned(),
+                        secret: true,
+                    }),
+                    None => ok = false,
+                }
+            }
+        }
+    }
+    let logged_out = xpath_list(Some(&l.logged_out), &join(&path, "logged_out"), cx);
+    if l.logged_out.value.is_empty() {
+        cx.err(
+            l.logged_out.at,
+            &join(&path, "logged_out"),
+            "at least one XPath is needed: the login runs only when the page shows one",
+        );
+        ok = false;
+    }
+    let login = Login {
+        form: LoginForm { url: url?, fields },
+        logged_out,
+    };
+    ok.then_some(SessionConfig { login: Some(login) })
 }
 
 /// The server's default stylesheets must be there when it will serve
@@ -1398,6 +1493,24 @@ fn watch(
         None => Layout::default(),
         Some(l) => layout_settings(&l.value, known, cx),
     };
+    let session = raw.session.as_ref().map(|s| {
+        // Checked against the daemon file's sessions when it parsed, as
+        // notifiers are.
+        if known.is_some() && !daemon.sessions.contains_key(&s.value) {
+            let declared: Vec<&str> = daemon.sessions.keys().map(String::as_str).collect();
+            let hint = if declared.is_empty() {
+                "declare it under `sessions` in the daemon file".to_owned()
+            } else {
+                format!("declared sessions: {}", declared.join(", "))
+            };
+            cx.err(
+                s.at,
+                "session",
+                format!("unknown session `{}` ({hint})", s.value),
+            );
+        }
+        s.value.clone()
+    });
     Some((
         Watch {
             id,
@@ -1414,6 +1527,7 @@ fn watch(
             failures,
             data_only,
             layout,
+            session,
         },
         id_at,
     ))

@@ -45,7 +45,8 @@ pub(crate) struct Table {
     pub(crate) identity: bool,
 }
 
-/// Every table of the store but `meta` (and PostgreSQL's `schema_version`),
+/// Every table of the store but `meta` (and PostgreSQL's `schema_version`
+/// and [`NOT_COPIED`]),
 /// in an order that satisfies the foreign keys.
 pub(crate) const TABLES: &[Table] = {
     use Col::*;
@@ -149,6 +150,17 @@ pub(crate) const TABLES: &[Table] = {
             identity: false,
         },
         Table {
+            name: "session_jar",
+            columns: &[
+                ("name", Text),
+                ("jar", Text),
+                ("revision", Int),
+                ("updated_at", Int),
+                ("logged_in_at", Int),
+            ],
+            identity: false,
+        },
+        Table {
             name: "template_set",
             columns: &[
                 ("name", Text),
@@ -160,6 +172,12 @@ pub(crate) const TABLES: &[Table] = {
         },
     ]
 };
+
+/// PostgreSQL's tables that are not copied: the replicas' coordination
+/// (leases on runs, each host's next request start; see
+/// [`super::claim`]). SQLite has no counterpart, and a fresh database
+/// starts with none held.
+pub const NOT_COPIED: &[&str] = &["watch_claim", "host_turn"];
 
 /// Rows read from the source at a time (snapshot blobs are the large ones).
 const PAGE_ROWS: i64 = 256;

@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -183,6 +183,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE host_turn (
         host       TEXT PRIMARY KEY,
         next_start BIGINT NOT NULL
+    );",
+    // 3: the cookie jars of sessions, as SQLite's schema 7.
+    "CREATE TABLE session_jar (
+        name         TEXT PRIMARY KEY,
+        jar          TEXT NOT NULL,
+        revision     BIGINT NOT NULL,
+        updated_at   BIGINT NOT NULL,
+        logged_in_at BIGINT
     );",
 ];
 

@@ -36,6 +36,7 @@ mod region;
 mod replicas;
 mod rtdm;
 mod serve;
+mod sessions;
 mod shapes;
 mod source;
 mod store;

@@ -594,6 +594,57 @@ on_both! {
 }
 }
 
+// ---------------------------------------------------------------- sessions
+
+on_both! {
+    fn a_session_jar_is_kept_with_its_revision_and_last_login(engine: &Engine) {
+        use semclip::page::session::Jar;
+        use semclip::store::StoredJar;
+        let mut store = engine.open();
+        assert_eq!(store.session_jar("shop").unwrap(), None);
+        assert_eq!(store.session_revision("shop").unwrap(), None);
+        // A jar fed by a response, as a check writes it.
+        let jar = Jar::new();
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.append(
+            reqwest::header::SET_COOKIE,
+            reqwest::header::HeaderValue::from_static("sid=abc; Path=/; HttpOnly"),
+        );
+        let site = url::Url::parse("http://shop.example/login").unwrap();
+        jar.store(&headers, &site);
+        let json = jar.to_json().unwrap();
+        let second = Duration::from_secs(1);
+        assert_eq!(store.put_session_jar("shop", "[]", t0(), false).unwrap(), 1);
+        assert_eq!(store.put_session_jar("shop", &json, t0() + second, true).unwrap(), 2);
+        assert_eq!(store.put_session_jar("other", "[]", t0(), false).unwrap(), 1);
+        assert_eq!(store.put_session_jar("shop", &json, t0() + 2 * second, false).unwrap(), 3);
+        drop(store);
+
+        // Another handle (a restarted daemon) reads it back whole.
+        let mut store = engine.open();
+        let stored = store.session_jar("shop").unwrap().unwrap();
+        assert_eq!(
+            stored,
+            StoredJar {
+                jar: json,
+                revision: 3,
+                updated_at: t0() + 2 * second,
+                logged_in_at: Some(t0() + second),
+            },
+            "a write that is not a login keeps the last login time"
+        );
+        assert_eq!(store.session_revision("shop").unwrap(), Some(3));
+        let back = Jar::from_json(&stored.jar).unwrap();
+        let page = url::Url::parse("http://shop.example/account").unwrap();
+        assert_eq!(back.header(&page).as_deref(), Some("sid=abc"));
+
+        assert!(store.remove_session_jar("shop").unwrap());
+        assert!(!store.remove_session_jar("shop").unwrap());
+        assert_eq!(store.session_jar("shop").unwrap(), None);
+        assert_eq!(store.session_revision("other").unwrap(), Some(1), "other sessions stay");
+}
+}
+
 // ---------------------------------------------------------------- retention
 
 on_both! {
