@@ -157,10 +157,12 @@ fn the_copied_tables_are_every_table_and_column_of_the_postgres_schema() {
          WHERE table_schema = 'public' AND table_name NOT IN ('meta', 'schema_version') \
          ORDER BY table_name, ordinal_position",
     );
+    let not_copied = semclip::store::migrate::NOT_COPIED;
     let mut schema: Vec<&str> = listed
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
+        .filter(|l| !not_copied.iter().any(|t| l.starts_with(&format!("{t}."))))
         .collect();
     schema.sort_unstable();
     let mut copied: Vec<String> = semclip::store::migrate::copied_tables()
