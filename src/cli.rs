@@ -63,6 +63,42 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Write a starter watch file for a page: its tables and numeric columns, commented.
     Init(InitArgs),
+    /// Copy the SQLite store into an empty PostgreSQL database, history and alerts included.
+    Migrate(MigrateArgs),
+    /// Fill or clear a session's stored cookie jar (import a browser's cookies.txt).
+    #[command(subcommand)]
+    Cookies(CookiesCommand),
+}
+
+/// What `semclip cookies` does.
+#[derive(Debug, Subcommand)]
+pub enum CookiesCommand {
+    /// Add the cookies of a Netscape cookies.txt to a session's jar (nothing on a bad line).
+    Import(CookiesImportArgs),
+    /// Empty a session's jar: its next check starts logged out.
+    Clear(CookiesClearArgs),
+}
+
+/// Arguments of `semclip cookies import`.
+#[derive(Debug, clap::Args)]
+pub struct CookiesImportArgs {
+    /// The session, as declared under `sessions` in the daemon file.
+    pub session: String,
+    /// The cookies.txt file (as browsers' export extensions and curl write it), or `-`.
+    pub file: String,
+    /// Configuration (where the store and the sessions are).
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// Arguments of `semclip cookies clear`.
+#[derive(Debug, clap::Args)]
+pub struct CookiesClearArgs {
+    /// The session, as declared under `sessions` in the daemon file.
+    pub session: String,
+    /// Configuration (where the store and the sessions are).
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Where the configuration is: shared by `run`, `check` and `validate`.
@@ -117,6 +153,26 @@ pub struct CheckArgs {
     /// Record nothing and send nothing: only print what would happen.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Arguments of `semclip migrate`.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The PostgreSQL database to copy into: a postgres:// URL without a password.
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// The environment variable holding the target's password.
+    #[arg(long, value_name = "NAME", conflicts_with = "password_file")]
+    pub password_env: Option<String>,
+    /// A file holding the target's password.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<std::path::PathBuf>,
+    /// The SQLite store to copy [default: the daemon file's `database`].
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<std::path::PathBuf>,
+    /// The daemon file [default: semclip.yaml if it exists, else built-in defaults].
+    #[arg(long, short, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `semclip validate`.

@@ -67,6 +67,8 @@ fn main() -> ExitCode {
             Command::Serve(args) => commands::serve::run(args).await,
             Command::Validate(args) => commands::validate::run(args, &mut out),
             Command::Init(args) => commands::init::run(args, &mut out).await,
+            Command::Migrate(args) => commands::migrate::run(args, &mut out).await,
+            Command::Cookies(command) => commands::cookies::run(command, &mut out).await,
         }
     });
     let _ = out.flush();

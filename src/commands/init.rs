@@ -90,6 +90,7 @@ async fn fetch_page(daemon: &DaemonConfig, url: &Url) -> anyhow::Result<Hierarch
         retries: 0,
         headers: Vec::new(),
         cookies: Vec::new(),
+        jar: None,
         credentials: None,
         etag: None,
         last_modified: None,

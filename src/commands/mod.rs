@@ -4,11 +4,13 @@
 //! the process exit code (see README, "Exit codes").
 
 pub mod check;
+pub mod cookies;
 pub mod diff;
 pub mod extract;
 pub mod hierarchy;
 pub mod init;
 pub mod learn;
+pub mod migrate;
 pub mod run;
 pub mod serve;
 pub mod validate;

@@ -15,14 +15,15 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
     RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
     RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawServer, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
+    RawServer, RawSession, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, Database,
-    DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, Layout, Limits,
-    MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret, SecretUrl, ServerConfig,
-    SmtpConfig, SmtpSecurity, Threshold, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, FormField, Layout, Limits,
+    Login, LoginForm, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret,
+    SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig,
+    Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
 use crate::page::browser::{BrowserSettings, RenderOptions, Resource, WaitFor};
@@ -143,83 +144,12 @@ impl<'a> Ctx<'a> {
     }
 
     fn secret(&mut self, s: &Sp<RawSecret>, path: &str) -> Option<Secret> {
-        match &s.value {
-            RawSecret::Inline => {
-                self.err(s.at, path, INLINE_SECRET);
-                None
-            }
-            RawSecret::Env(name) => match std::env::var(name) {
-                Ok(v) if !v.is_empty() => Some(Secret(v)),
-                Ok(_) => {
-                    self.err(s.at, path, format!("environment variable {name} is empty"));
-                    None
-                }
-                Err(std::env::VarError::NotPresent) => {
-                    self.err(
-                        s.at,
-                        path,
-                        format!("environment variable {name} is not set"),
-                    );
-                    None
-                }
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    self.err(
-                        s.at,
-                        path,
-                        format!("environment variable {name} is not valid UTF-8"),
-                    );
-                    None
-                }
-            },
-            RawSecret::File(p) => {
-                let full = self.path(p);
-                let read =
-                    crate::page::fence::read_regular(&full, MAX_SECRET_FILE).and_then(|bytes| {
-                        String::from_utf8(bytes).map_err(|_| {
-                            FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData))
-                        })
-                    });
-                match read {
-                    Ok(mut text) => {
-                        if text.ends_with('\n') {
-                            text.pop();
-                            if text.ends_with('\r') {
-                                text.pop();
-                            }
-                        }
-                        if text.is_empty() {
-                            self.err(
-                                s.at,
-                                path,
-                                format!("secret file {} is empty", full.display()),
-                            );
-                            return None;
-                        }
-                        Some(Secret(text))
-                    }
-                    Err(e) => {
-                        let reason = match e {
-                            FencedRead::Io(e) => io_reason(&e),
-                            FencedRead::TooLarge => {
-                                format!("larger than {} KiB", MAX_SECRET_FILE / 1024)
-                            }
-                            FencedRead::Fence(e) => match e {
-                                crate::page::fence::FenceError::NotRegular { kind, .. } => {
-                                    format!("a {kind}, not a regular file")
-                                }
-                                other => other.to_string(),
-                            },
-                        };
-                        self.err(
-                            s.at,
-                            path,
-                            format!("cannot read secret file {}: {reason}", full.display()),
-                        );
-                        None
-                    }
-                }
-            }
-        }
+        let found = match &s.value {
+            RawSecret::Inline => Err(INLINE_SECRET.to_owned()),
+            RawSecret::Env(name) => secret_from_env(name),
+            RawSecret::File(p) => secret_from_file(&self.path(p)),
+        };
+        found.map_err(|message| self.err(s.at, path, message)).ok()
     }
 
     fn socket_addr(&mut self, v: &Sp<String>, path: &str) -> Option<SocketAddr> {
@@ -502,6 +432,7 @@ pub(crate) fn daemon_defaults(path: Option<PathBuf>, base: &Path) -> DaemonConfi
         browser: BrowserSettings::default(),
         retention: Retention::default(),
         demo: None,
+        sessions: BTreeMap::new(),
     }
 }
 
@@ -633,6 +564,18 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
     if let Some(b) = &raw.browser {
         c.browser = browser_settings(&b.value, cx);
     }
+    let fence = c.fence();
+    for (name, s) in raw.sessions.iter().flatten() {
+        if let Some(session) = session(name, &s.value, &fence, cx) {
+            c.sessions.insert(name.clone(), session);
+        } else if !valid_id(name) {
+            cx.err(
+                s.at,
+                &join("sessions", name),
+                format!("session name `{name}` may only use A-Z a-z 0-9 . _ - (at least one)"),
+            );
+        }
+    }
     if let Some(demo) = &raw.demo {
         c.demo = cx
             .socket_addr(&demo.value.listen, "demo.listen")
@@ -649,6 +592,87 @@ fn daemon(raw: Sp<RawDaemon>, cx: &mut Ctx) -> DaemonOutcome {
         ),
         watches_at: Some((cx.file.to_path_buf(), watches_at)),
     }
+}
+
+/// Session `name`: its login form (URL through the fence, fields with
+/// their secrets read) and logged-out XPaths. `None` after a diagnostic.
+fn session(name: &str, raw: &RawSession, fence: &Fence, cx: &mut Ctx) -> Option<SessionConfig> {
+    if !valid_id(name) {
+        return None;
+    }
+    let Some(login) = &raw.login else {
+        return Some(SessionConfig::default());
+    };
+    let path = join(&join("sessions", name), "login");
+    let l = &login.value;
+    let url = match Url::parse(l.url.value.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => match fence.check_watch_url(&u) {
+            Ok(()) => Some(u),
+            Err(e) => {
+                cx.err(l.url.at, &join(&path, "url"), e.to_string());
+                None
+            }
+        },
+        Ok(u) => {
+            cx.err(
+                l.url.at,
+                &join(&path, "url"),
+                format!(
+                    "unsupported scheme `{}`: a login is posted over http or https",
+                    u.scheme()
+                ),
+            );
+            None
+        }
+        Err(e) => {
+            cx.err(
+                l.url.at,
+                &join(&path, "url"),
+                format!("invalid URL `{}`: {e}", l.url.value),
+            );
+            None
+        }
+    };
+    let mut fields = Vec::new();
+    let mut ok = true;
+    for (field, value) in l.fields.iter().flatten() {
+        let at = join(&join(&path, "fields"), field);
+        match &value.value {
+            RawSecretOrText::Text(text) => fields.push(FormField {
+                name: field.clone(),
+                value: text.clone(),
+                secret: false,
+            }),
+            RawSecretOrText::Secret(secret) => {
+                let raw = Sp {
+                    value: secret.clone(),
+                    at: value.at,
+                };
+                match cx.secret(&raw, &at) {
+                    Some(s) => fields.push(FormField {
+                        name: field.clone(),
+                        value: s.expose().to_owned(),
+                        secret: true,
+                    }),
+                    None => ok = false,
+                }
+            }
+        }
+    }
+    let logged_out = xpath_list(Some(&l.logged_out), &join(&path, "logged_out"), cx);
+    if l.logged_out.value.is_empty() {
+        cx.err(
+            l.logged_out.at,
+            &join(&path, "logged_out"),
+            "at least one XPath is needed: the login runs only when the page shows one",
+        );
+        ok = false;
+    }
+    let login = Login {
+        form: LoginForm { url: url?, fields },
+        logged_out,
+    };
+    ok.then_some(SessionConfig { login: Some(login) })
 }
 
 /// The server's default stylesheets must be there when it will serve
@@ -1484,6 +1508,24 @@ fn watch(
         None => Layout::default(),
         Some(l) => layout_settings(&l.value, known, cx),
     };
+    let session = raw.session.as_ref().map(|s| {
+        // Checked against the daemon file's sessions when it parsed, as
+        // notifiers are.
+        if known.is_some() && !daemon.sessions.contains_key(&s.value) {
+            let declared: Vec<&str> = daemon.sessions.keys().map(String::as_str).collect();
+            let hint = if declared.is_empty() {
+                "declare it under `sessions` in the daemon file".to_owned()
+            } else {
+                format!("declared sessions: {}", declared.join(", "))
+            };
+            cx.err(
+                s.at,
+                "session",
+                format!("unknown session `{}` ({hint})", s.value),
+            );
+        }
+        s.value.clone()
+    });
     Some((
         Watch {
             id,
@@ -1500,6 +1542,7 @@ fn watch(
             failures,
             data_only,
             layout,
+            session,
         },
         id_at,
     ))
@@ -2306,6 +2349,59 @@ fn page_limits(p: &super::raw::RawPageLimits, cx: &mut Ctx) -> PageLimits {
             d.cpu,
             Duration::from_millis(1),
         ),
+    }
+}
+
+/// A secret from environment variable `name`, or why there is none.
+pub fn secret_from_env(name: &str) -> Result<Secret, String> {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok(Secret(v)),
+        Ok(_) => Err(format!("environment variable {name} is empty")),
+        Err(std::env::VarError::NotPresent) => {
+            Err(format!("environment variable {name} is not set"))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(format!("environment variable {name} is not valid UTF-8"))
+        }
+    }
+}
+
+/// A secret from the file at `full` (one trailing line break dropped), or
+/// why there is none.
+pub fn secret_from_file(full: &Path) -> Result<Secret, String> {
+    let read = crate::page::fence::read_regular(full, MAX_SECRET_FILE).and_then(|bytes| {
+        String::from_utf8(bytes)
+            .map_err(|_| FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData)))
+    });
+    match read {
+        Ok(mut text) => {
+            if text.ends_with('\n') {
+                text.pop();
+                if text.ends_with('\r') {
+                    text.pop();
+                }
+            }
+            if text.is_empty() {
+                return Err(format!("secret file {} is empty", full.display()));
+            }
+            Ok(Secret(text))
+        }
+        Err(e) => {
+            let reason = match e {
+                FencedRead::Io(e) => io_reason(&e),
+                FencedRead::TooLarge => format!("larger than {} KiB", MAX_SECRET_FILE / 1024),
+                FencedRead::Fence(e) => match e {
+                    crate::page::fence::FenceError::NotRegular { kind, .. } => {
+                        format!("a {kind}, not a regular file")
+                    }
+                    other => other.to_string(),
+                },
+            };
+            Err(format!(
+                "cannot read secret file {}: {reason}",
+                full.display()
+            ))
+        }
     }
 }
 

@@ -39,10 +39,13 @@ use std::time::Duration;
 
 use url::Url;
 
+pub use check::{secret_from_env, secret_from_file};
+
 use crate::config::schedule::Schedule;
 use crate::page::browser::{BrowserSettings, RenderOptions};
 pub use crate::page::budget::PageLimits;
 use crate::page::fence::{AllowHost, Fence};
+pub use crate::page::session::{FormField, LoginForm};
 /// The `database:` setting (defined with the store, which opens it).
 pub use crate::store::Database;
 use crate::store::Retention;
@@ -107,6 +110,26 @@ pub struct DaemonConfig {
     pub demo: Option<DemoConfig>,
     /// The browser that renders `render: browser` watches.
     pub browser: BrowserSettings,
+    /// Sessions by name: cookie jars kept in the store, and their logins.
+    pub sessions: BTreeMap<String, SessionConfig>,
+}
+
+/// A session: a cookie jar kept in the store, shared by the watches that
+/// name it, and how it logs in.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionConfig {
+    /// The login, if the session has one.
+    pub login: Option<Login>,
+}
+
+/// How a session logs in: the form it posts when a page shows one of the
+/// `logged_out` XPaths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Login {
+    /// The form (secret fields print as `***`).
+    pub form: LoginForm,
+    /// XPaths over the hierarchy that show the session logged out.
+    pub logged_out: Vec<String>,
 }
 
 /// The mail server used by email notifiers.
@@ -531,6 +554,8 @@ pub struct Watch {
     pub data_only: bool,
     /// Layout monitoring.
     pub layout: Layout,
+    /// The session whose cookie jar the page is fetched with.
+    pub session: Option<String>,
 }
 
 /// A watch's fetch settings.

@@ -325,6 +325,30 @@ pub(crate) struct RawBrowser {
     pub max_pages: Option<Sp<usize>>,
     /// Resident memory of all the browser's processes beyond which it is killed and restarted. Default: 2GiB.
     pub memory_cap: Option<Sp<ByteSize>>,
+    /// Sessions by name ([A-Za-z0-9._-]+): a cookie jar kept in the store across checks and restarts, shared by the watches that name it in `session`, and optionally how to log in.
+    pub sessions: Option<BTreeMap<String, Sp<RawSession>>>,
+}
+
+/// A session: its cookie jar is kept in the store; `semclip cookies import` fills it from a cookies.txt.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Session")]
+pub(crate) struct RawSession {
+    /// How to log in, when a page of the session shows it logged out. Without it the jar is only kept.
+    pub login: Option<Sp<RawLogin>>,
+}
+
+/// A login form posted when a page shows its session logged out, never on every check.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Login")]
+pub(crate) struct RawLogin {
+    /// Where the form is posted (http or https), as application/x-www-form-urlencoded.
+    pub url: Sp<String>,
+    /// The form's fields: name -> text, or a secret ({env: NAME} or {file: PATH}) for credentials.
+    pub fields: Option<BTreeMap<String, Sp<RawSecretOrText>>>,
+    /// XPaths over the page's hierarchy that show the session logged out (a login form, a "sign in" link); at least one. Only a page they select triggers the login.
+    pub logged_out: Sp<Vec<Sp<String>>>,
 }
 
 /// The mail server used by email notifiers.
@@ -683,6 +707,8 @@ pub(crate) struct RawWatch {
     pub monitor: Option<Sp<RawMonitor>>,
     /// Layout monitoring ("layout changed" events). Default: on, against the page's previous structure, notifying nobody.
     pub layout: Option<Sp<RawLayout>>,
+    /// The session (declared under `sessions` in the daemon file) whose cookie jar the page is fetched with, and which logs in when the page shows it logged out.
+    pub session: Option<Sp<String>>,
 }
 
 /// When the page is checked: exactly one of cron and every.

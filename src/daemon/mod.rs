@@ -17,6 +17,21 @@
 //! daemon was down happens once at start, not once per missed slot, and a
 //! run that completed is not repeated.
 //!
+//! # Replicas
+//!
+//! Several daemons (replicas) may share one PostgreSQL database, with no
+//! leader: each runs the same scheduler over its own copy of the watches,
+//! and before checking a watch it found due it *claims* it in the database
+//! ([`crate::store::Store::claim_watch`]: `FOR UPDATE SKIP LOCKED` and a
+//! lease of [`lease_for`] the watch, owned by the replica's id). A watch
+//! another replica checked already, or is checking, goes back in the
+//! scheduler at the stored next run (or the lease's end), so each scheduled
+//! run is checked once across replicas and restarts. A claim that takes
+//! over an expired lease (its replica died, or its check outlived the
+//! lease) is counted (`semclip_checks_rerun_total`) and logged. On SQLite
+//! every claim is the daemon's own. The outbox is claimed the same way
+//! ([`outbox`]).
+//!
 //! # Shutdown
 //!
 //! One [`CancellationToken`] is the shutdown signal: SIGTERM and Ctrl-C
@@ -57,6 +72,7 @@ use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
 use crate::notify::Notifier;
 use crate::serve::Server;
 use crate::serve::metrics::Metrics;
+use crate::store::Claim;
 use crate::store::pool::StorePool;
 
 use self::scheduler::{Clock, Scheduler};
@@ -71,6 +87,44 @@ const RELOAD_SETTLE: Duration = Duration::from_millis(300);
 
 /// The longest the outbox task sleeps without looking.
 const OUTBOX_POLL: Duration = Duration::from_secs(30);
+
+/// What a lease on a watch's run adds to the longest its fetch may take
+/// (every attempt timing out): the waits between attempts and for the
+/// host's turn, parsing and the store's write.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// How soon a watch is claimed again after the claim itself failed (the
+/// database unreachable): soon, but not in a tight loop per watch.
+const CLAIM_FAILED_RETRY: Duration = Duration::from_secs(10);
+
+/// How long a replica's claim on a watch's run lasts: every attempt of its
+/// fetch timing out (`fetch.timeout` × (1 + `fetch.retries`)) plus
+/// [`LEASE_MARGIN`]. A check that outlives it may be checked again by
+/// another replica, counted in `semclip_checks_rerun_total`; with the
+/// defaults (30 s, 2 retries) the lease is 2.5 minutes.
+pub fn lease_for(watch: &Watch) -> Duration {
+    watch
+        .fetch
+        .timeout
+        .saturating_mul(watch.fetch.retries.saturating_add(1))
+        .saturating_add(LEASE_MARGIN)
+}
+
+/// This process's id among the replicas sharing a database: host, process
+/// id and a random part (a restarted process is another replica, whose
+/// predecessor's leases run out).
+pub fn replica_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!(
+        "{host}/{}/{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
 
 /// How often retention is applied to every watch (a page that never
 /// changes stores no snapshot, so nothing else would prune it).
@@ -157,6 +211,8 @@ struct Shared {
     shutdown: CancellationToken,
     /// Every task the daemon spawns, so that shutdown can wait for them.
     tasks: TaskTracker,
+    /// This replica's id ([`replica_id`]), the owner of its claims.
+    replica: Arc<str>,
 }
 
 /// Runs the daemon until SIGTERM or Ctrl-C.
@@ -180,13 +236,16 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         metrics: Arc::new(Metrics::new()),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
+        replica: Arc::from(replica_id()),
     };
     // A `?` below stops what already started.
     let _stop_on_error = shared.shutdown.clone().drop_guard();
 
     // The API's check-now requests. The server owns the sender (closed
-    // when the server is dropped); the scheduler owns the receiver.
+    // when the server is dropped); the forwarder below owns the receiver,
+    // and sends on to the scheduler.
     let (check_now_tx, check_now_rx) = mpsc::unbounded_channel();
+    tracing::info!(replica = %shared.replica, "replica id");
     let server = match shared.daemon.listen {
         Some(addr) => Some(start_server(&shared, addr, &watches, check_now_tx).await?),
         None => None,
@@ -206,11 +265,14 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     let _watcher = watch_directory(&shared, reload_tx);
     start_reloader(&shared, reload_rx, reloaded_tx, server.clone());
 
+    let check_now_rx = forward_check_now(&shared, check_now_rx);
     let engine = Engine::new(Arc::clone(&shared.daemon), Arc::clone(&shared.stores));
     // Killed after the drain, whatever still holds the engine.
     let browsers = Arc::clone(&engine.browsers);
     let checker = Arc::new(Checker {
         engine,
+        stores: Arc::clone(&shared.stores),
+        replica: Arc::clone(&shared.replica),
         metrics: Arc::clone(&shared.metrics),
         server,
         wake_outbox,
@@ -236,6 +298,44 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     drain(&shared.tasks).await;
     browsers.shutdown().await;
     Ok(())
+}
+
+/// Passes the API's check-now requests on to the scheduler, after moving
+/// the watch's stored next run to now: the claim then finds the run due
+/// (with replicas, the stored next run is what a claim goes by). Returns
+/// the scheduler's receiver; the forwarder owns its sender, closed when
+/// the server's sender closes or at shutdown.
+fn forward_check_now(
+    shared: &Shared,
+    mut requests: mpsc::UnboundedReceiver<String>,
+) -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stores = Arc::clone(&shared.stores);
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        loop {
+            let id = tokio::select! {
+                () = shutdown.cancelled() => return,
+                id = requests.recv() => match id {
+                    Some(id) => id,
+                    None => return,
+                },
+            };
+            let watch = id.clone();
+            let requested = stores
+                .run(move |s| s.request_check(&watch, SystemTime::now()))
+                .await;
+            if let Err(error) = requested {
+                // The local scheduler still checks it if no other replica
+                // holds the run.
+                tracing::warn!(watch = %id, error = %format!("{:#}", anyhow::Error::from(error)), "cannot store the check request");
+            }
+            if tx.send(id).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 /// Waits, at most [`DRAIN_TIMEOUT`], for every tracked task to finish.
@@ -431,6 +531,9 @@ fn start_reloader(
 /// clips refreshed for a new snapshot.
 struct Checker {
     engine: Engine,
+    stores: Arc<StorePool>,
+    /// The owner of this replica's claims.
+    replica: Arc<str>,
     metrics: Arc<Metrics>,
     server: Option<Arc<Server>>,
     wake_outbox: Arc<Notify>,
@@ -446,6 +549,9 @@ impl Checker {
         now: SystemTime,
         next: SystemTime,
     ) -> Option<SystemTime> {
+        if let Some(later) = self.claim(&watch, now, next).await {
+            return Some(later);
+        }
         // The check runs in its own `check` span (see check::check).
         let report = check::check(&self.engine, &watch, now, Some(next), false).await;
         match report {
@@ -463,6 +569,48 @@ impl Checker {
                     "check not recorded"
                 );
                 None
+            }
+        }
+    }
+
+    /// Claims the run of `watch` due at `now` (next by this replica's
+    /// schedule at `next`); `Some(time)` when this replica does not check
+    /// it now and looks again at `time`: the stored next run when the run
+    /// was checked elsewhere; when another replica is checking it, the end
+    /// of its lease or this replica's own next run, whichever comes first
+    /// (a replica that died is taken over by then, one that is alive has
+    /// recorded by then).
+    async fn claim(&self, watch: &Watch, now: SystemTime, next: SystemTime) -> Option<SystemTime> {
+        let id = watch.id.clone();
+        let owner = Arc::clone(&self.replica);
+        let lease = lease_for(watch);
+        let claim = self
+            .stores
+            .run(move |s| s.claim_watch(&id, &owner, now, lease))
+            .await;
+        match claim {
+            Ok(Claim::Mine { rerun_of: None }) => None,
+            Ok(Claim::Mine {
+                rerun_of: Some(previous),
+            }) => {
+                self.metrics.checks_rerun.inc();
+                tracing::warn!(watch = %watch.id, previous = %previous,
+                    "a lease on this run expired: checking it again");
+                None
+            }
+            Ok(Claim::Done { next_run }) => {
+                tracing::debug!(watch = %watch.id, "run checked by another replica");
+                Some(next_run)
+            }
+            Ok(Claim::Held { until }) => {
+                tracing::debug!(watch = %watch.id, "run held by another replica");
+                Some(until.min(next))
+            }
+            Err(error) => {
+                tracing::error!(watch = %watch.id,
+                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    "cannot claim the watch; trying again soon");
+                Some(now + CLAIM_FAILED_RETRY)
             }
         }
     }

@@ -12,6 +12,17 @@
 //!
 //! Rows of a digest notifier for one watch that are due together go out as
 //! one message.
+//!
+//! # Several replicas
+//!
+//! A round first *claims* the rows due ([`crate::store::Store::claim_alerts`]):
+//! their next attempt moves to the end of a lease of [`LEASE`], so each row
+//! is delivered by one replica; one killed mid-delivery leaves its rows to
+//! be taken again after the lease, by any replica, with the same alert id
+//! (the `X-Semclip-Delivery` header, the email `Message-ID`) so a receiver
+//! can drop the rare second copy. A round stops starting deliveries once
+//! half the lease is gone and gives the rest back at once, so a slow
+//! notifier never lets a lease run out under rows still waiting their turn.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -25,6 +36,11 @@ use crate::store::pool::StorePool;
 
 /// Rows read per round.
 const BATCH: usize = 256;
+
+/// How long a round's claim on its rows lasts. Far above one delivery
+/// (notifier timeouts are seconds): only a replica that died lets it run
+/// out.
+pub const LEASE: Duration = Duration::from_secs(120);
 
 /// First retry delay.
 const RETRY_BASE: Duration = Duration::from_secs(5);
@@ -47,7 +63,21 @@ pub async fn deliver_due(
     give_up_after: Duration,
     now: SystemTime,
 ) -> Result<Round, PoolError> {
-    let due = stores.run(move |s| s.due_alerts(now, BATCH)).await?;
+    deliver_claimed(stores, notifiers, give_up_after, now, LEASE).await
+}
+
+/// [`deliver_due`] with a lease of `lease`.
+pub async fn deliver_claimed(
+    stores: &Arc<StorePool>,
+    notifiers: &HashMap<String, Notifier>,
+    give_up_after: Duration,
+    now: SystemTime,
+    lease: Duration,
+) -> Result<Round, PoolError> {
+    let due = stores
+        .run(move |s| s.claim_alerts(now, BATCH, now + lease))
+        .await?;
+    let claimed = std::time::Instant::now();
     // One delivery per row, except digest rows: one per (notifier, watch).
     let mut groups: BTreeMap<(String, String, i64), Vec<OutboxEntry>> = BTreeMap::new();
     for row in due {
@@ -58,7 +88,24 @@ pub async fn deliver_due(
         groups.entry(key).or_default().push(row);
     }
     let mut round = Round::default();
-    for ((notifier_name, watch, _), rows) in groups {
+    let mut groups = groups.into_iter();
+    while let Some(((notifier_name, watch, _), rows)) = groups.next() {
+        if claimed.elapsed() > lease / 2 {
+            // The rest go back now rather than when the lease runs out.
+            let rest: Vec<i64> = std::iter::once(rows)
+                .chain(groups.map(|(_, rows)| rows))
+                .flatten()
+                .map(|r| r.id)
+                .collect();
+            tracing::info!(
+                rows = rest.len(),
+                "outbox round out of time: giving rows back"
+            );
+            stores
+                .run(move |s| s.release_alerts(&rest, SystemTime::now()))
+                .await?;
+            break;
+        }
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let alerts: Vec<Alert> = rows
             .iter()

@@ -23,12 +23,13 @@ use std::time::{Duration, SystemTime};
 
 use tracing::Instrument;
 
-use crate::config::{Auth, DaemonConfig, Watch};
+use crate::config::{Auth, DaemonConfig, Login, Watch};
 use crate::diff::Change;
 use crate::hierarchy::Hierarchy;
 use crate::monitor::compare::{self, Prepared};
 use crate::monitor::fingerprint;
 use crate::monitor::layout::{self, LayoutState};
+use crate::monitor::session::{Session, Sessions, Turn};
 use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
@@ -44,6 +45,37 @@ use crate::store::{
 };
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
+
+/// `limits.host_spacing` across the replicas sharing the store: each
+/// request start is reserved in the database
+/// ([`Store::reserve_host_start`]). `limits.per_host` (requests in flight)
+/// stays per replica.
+#[derive(Debug)]
+struct StoreSpacing(Arc<StorePool>);
+
+impl fetch::SharedSpacing for StoreSpacing {
+    fn reserve<'a>(
+        &'a self,
+        host: &'a str,
+        spacing: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>> {
+        Box::pin(async move {
+            let owned = host.to_owned();
+            let reserved = self
+                .0
+                .run(move |s| s.reserve_host_start(&owned, SystemTime::now(), spacing))
+                .await;
+            match reserved {
+                Ok(at) => Some(at),
+                Err(error) => {
+                    tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                        "cannot reserve a request start in the store; spacing this replica's only");
+                    None
+                }
+            }
+        })
+    }
+}
 
 /// What every check shares.
 #[derive(Debug)]
@@ -61,18 +93,25 @@ pub struct Engine {
     /// The threads that run the checks' blocking parts, one per CPU
     /// (see [`crate::monitor::workers`]).
     pub workers: Workers,
+    /// The sessions' cookie jars ([`crate::monitor::session`]).
+    pub sessions: Sessions,
 }
 
 impl Engine {
     /// An engine over an open store pool.
     pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
+        let mut limiter = HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing);
+        if stores.shared_by_replicas() {
+            limiter = limiter.with_shared(Arc::new(StoreSpacing(Arc::clone(&stores))));
+        }
         Engine {
             stores,
             clients: Clients::new(Arc::new(daemon.fence())),
-            limiter: HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing),
+            limiter,
             browsers: Arc::new(Browsers::new(daemon.browser.clone())),
             daemon,
             workers: Workers::per_cpu(),
+            sessions: Sessions::default(),
         }
     }
 }
@@ -202,14 +241,15 @@ pub fn backed_off(now: SystemTime, next: SystemTime, failures: u32) -> SystemTim
     (now + delay).max(next)
 }
 
-/// The first of the watch's `blocked` XPaths that selects something in
-/// `h`: the page is a challenge or block page served as a page.
-fn blocked_by<'x>(blocked: &'x [String], h: &Hierarchy) -> Option<&'x str> {
-    if blocked.is_empty() {
+/// The first of `xpaths` that selects something in `h`: of the watch's
+/// `blocked` XPaths, the page is a challenge or block page served as a
+/// page; of its session's `logged_out` ones, the session is logged out.
+fn first_selecting<'x>(xpaths: &'x [String], h: &Hierarchy) -> Option<&'x str> {
+    if xpaths.is_empty() {
         return None;
     }
     let ev = Evaluator::new(h);
-    blocked.iter().find(|x| ev.selects(x)).map(String::as_str)
+    xpaths.iter().find(|x| ev.selects(x)).map(String::as_str)
 }
 
 /// True when `body` is the body of the stored snapshot, fetched again with
@@ -251,39 +291,162 @@ async fn checked(
     dry_run: bool,
 ) -> Result<CheckReport, CheckError> {
     let (status, current_hash) = stored_state(engine, watch, now, next_run).await?;
-    // Validators only when there is a snapshot to fall back on.
-    let request = page_request(watch, &status, current_hash.is_some());
+    let session = watch
+        .session
+        .as_deref()
+        .map(|name| engine.sessions.get(name));
+    let login = watch
+        .session
+        .as_deref()
+        .and_then(|name| engine.daemon.sessions.get(name))
+        .and_then(|s| s.login.as_ref());
     let started = std::time::Instant::now();
-    let fetched = match &watch.fetch.render {
-        Some(options) => render(engine, watch, options).await,
-        None => fetch::fetch(&engine.clients, &engine.limiter, &request).await,
-    };
-    let pending = Pending {
-        watch: Arc::clone(watch),
-        now,
-        next_run,
-        dry_run,
-        status,
-        current_hash,
-        fetched,
-        fetch_time: started.elapsed(),
-        retention: engine.daemon.retention,
-        limits: engine.daemon.limits.page,
-    };
-    let stores = Arc::clone(&engine.stores);
-    // Events on the worker thread belong to this check's span too.
-    let span = tracing::Span::current();
-    let recorded = engine
-        .workers
-        .run(move || span.in_scope(|| stores.with(|store| pending.judge_and_record(store))))
-        .await;
-    match recorded {
-        Ok(report) => report.map_err(|source| CheckError::store(&watch.id, source)),
-        Err(source) => Err(CheckError::Worker {
-            watch: watch.id.clone(),
-            source,
-        }),
+    // At most two passes: the page, and after a login the page again.
+    let mut after_login = false;
+    let mut login_failed = None;
+    loop {
+        // Validators only when there is a snapshot to fall back on.
+        let mut request = page_request(watch, &status, current_hash.is_some());
+        let logins = match &session {
+            Some(session) => session.logins().await,
+            None => 0,
+        };
+        let fetched = match login_failed.take() {
+            Some(error) => Err(error),
+            // A rendered page takes no session yet (README, "Sessions and
+            // logins"): its cookies would have to reach the browser's tab.
+            None => match &watch.fetch.render {
+                Some(options) => render(engine, watch, options).await,
+                None => {
+                    fetch_in_session(engine, session.as_deref(), &mut request, now, dry_run).await
+                }
+            },
+        };
+        let logged_out = match (&session, login) {
+            (Some(session), Some(login)) => Some(LoggedOutCheck {
+                session: session.name().to_owned(),
+                markers: login.logged_out.clone(),
+                after_login,
+            }),
+            _ => None,
+        };
+        let pending = Pending {
+            watch: Arc::clone(watch),
+            now,
+            next_run,
+            dry_run,
+            status: status.clone(),
+            current_hash: current_hash.clone(),
+            fetched,
+            fetch_time: started.elapsed(),
+            retention: engine.daemon.retention,
+            limits: engine.daemon.limits.page,
+            logged_out,
+        };
+        let stores = Arc::clone(&engine.stores);
+        // Events on the worker thread belong to this check's span too.
+        let span = tracing::Span::current();
+        let recorded = engine
+            .workers
+            .run(move || span.in_scope(|| stores.with(|store| pending.judge_and_record(store))))
+            .await;
+        let judged = match recorded {
+            Ok(judged) => judged.map_err(|source| CheckError::store(&watch.id, source))?,
+            Err(source) => {
+                return Err(CheckError::Worker {
+                    watch: watch.id.clone(),
+                    source,
+                });
+            }
+        };
+        if let Judged::Report(report) = judged {
+            return Ok(*report);
+        }
+        // Logged out: only a session with a login says so.
+        if let (Some(session), Some(login)) = (&session, login)
+            && let Err(source) =
+                log_in(engine, session, login, &request, logins, now, dry_run).await
+        {
+            login_failed = Some(SourceError::Login {
+                session: session.name().to_owned(),
+                source: Box::new(source),
+            });
+        }
+        after_login = true;
     }
+}
+
+/// Fetches `request` with `session`'s jar, if the watch has a session:
+/// the stored jar is read first when it changed, and the jar is written
+/// right after the fetch when the fetch changed it (not in a dry run).
+async fn fetch_in_session(
+    engine: &Engine,
+    session: Option<&Session>,
+    request: &mut PageRequest,
+    now: SystemTime,
+    dry_run: bool,
+) -> Result<Fetched, SourceError> {
+    let Some(session) = session else {
+        return fetch::fetch(&engine.clients, &engine.limiter, request).await;
+    };
+    session.refresh(&engine.stores).await;
+    let before = session.snapshot();
+    request.jar = Some(session.jar().clone());
+    let fetched = fetch::fetch(&engine.clients, &engine.limiter, request).await;
+    if !dry_run {
+        session
+            .save(&engine.stores, before.as_deref(), false, now)
+            .await;
+    }
+    fetched
+}
+
+/// Logs `session` in by posting `login`'s form with the watch's fetch
+/// settings, unless another check logged it in since this one counted
+/// `logins`. The jar is written right after (not in a dry run).
+async fn log_in(
+    engine: &Engine,
+    session: &Session,
+    login: &Login,
+    request: &PageRequest,
+    logins: u64,
+    now: SystemTime,
+    dry_run: bool,
+) -> Result<(), SourceError> {
+    let turn = match session.login_turn(logins).await {
+        Turn::Go(turn) => turn,
+        Turn::Done => {
+            tracing::info!(
+                session = session.name(),
+                "logged in by another check meanwhile"
+            );
+            return Ok(());
+        }
+        Turn::Held { last, wait } => return Err(SourceError::LoginHeld { last, wait }),
+    };
+    let before = session.snapshot();
+    let posted = fetch::post_form(
+        &engine.clients,
+        &engine.limiter,
+        &login.form,
+        session.jar(),
+        &request.opts,
+    )
+    .await;
+    let ok = posted.is_ok();
+    match &posted {
+        Ok(_) => {
+            turn.done();
+            tracing::info!(session = session.name(), url = %login.form.url, "logged in");
+        }
+        Err(error) => turn.failed(error_chain(error)),
+    }
+    if !dry_run {
+        session
+            .save(&engine.stores, before.as_deref(), ok, now)
+            .await;
+    }
+    posted.map(drop)
 }
 
 /// The watch's stored status (this attempt and the next run set) and the
@@ -325,11 +488,33 @@ struct Pending {
     fetch_time: Duration,
     retention: Retention,
     limits: PageLimits,
+    /// The session's logged-out XPaths, when it has a login.
+    logged_out: Option<LoggedOutCheck>,
+}
+
+/// What tells a page of a session with a login logged out.
+struct LoggedOutCheck {
+    /// The session.
+    session: String,
+    /// Its `logged_out` XPaths.
+    markers: Vec<String>,
+    /// Whether the session logged in during this check already: a page
+    /// still logged out is then a failure, not a reason to log in again.
+    after_login: bool,
+}
+
+/// What judging a fetched page came to.
+enum Judged {
+    /// The check, recorded (unless a dry run).
+    Report(Box<CheckReport>),
+    /// The page shows its session logged out: nothing judged or
+    /// recorded; the session logs in and the page is fetched again.
+    LoggedOut,
 }
 
 impl Pending {
     /// Judges the fetched page and, unless a dry run, records the check.
-    fn judge_and_record(self, store: &mut Store) -> Result<CheckReport, StoreError> {
+    fn judge_and_record(self, store: &mut Store) -> Result<Judged, StoreError> {
         let Pending {
             watch,
             now,
@@ -341,10 +526,12 @@ impl Pending {
             fetch_time,
             retention,
             limits,
+            logged_out,
         } = self;
         let alert_after = watch.failures.alert_after;
         let before = status.clone();
         let mut work = Work::new(&watch, now, status);
+        work.logged_out = logged_out.as_ref();
         let page = PageSettings {
             current_hash: current_hash.as_deref(),
             limits,
@@ -352,6 +539,9 @@ impl Pending {
             alert_after,
         };
         let (mut outcome, snapshot, moved_run) = work.judge(store, fetched, page)?;
+        if work.needs_login {
+            return Ok(Judged::LoggedOut);
+        }
         let mut levels = work.levels();
         if !dry_run && let Err(error) = work.record(store, snapshot.as_ref(), &retention) {
             // The results could not be kept (a snapshot over the
@@ -368,7 +558,7 @@ impl Pending {
             levels = Vec::new();
             work = failed;
         }
-        Ok(CheckReport {
+        Ok(Judged::Report(Box::new(CheckReport {
             watch: watch.id.clone(),
             outcome,
             alerts: work.alerts,
@@ -376,7 +566,7 @@ impl Pending {
             layout: work.layout_event,
             fetch_time,
             next_run: moved_run,
-        })
+        })))
     }
 }
 
@@ -515,6 +705,7 @@ fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRe
             .iter()
             .map(|(n, v)| (n.clone(), v.expose().to_owned()))
             .collect(),
+        jar: None,
         credentials: f.auth.as_ref().map(|a| match a {
             Auth::Basic { username, password } => Credentials::Basic {
                 username: username.clone(),
@@ -549,6 +740,10 @@ struct Work<'a> {
     state: CheckState,
     /// The summary of the layout event raised, if any.
     layout_event: Option<String>,
+    /// The session's logged-out XPaths, when it has a login.
+    logged_out: Option<&'a LoggedOutCheck>,
+    /// The page showed the session logged out before any login.
+    needs_login: bool,
 }
 
 /// What judging a fetched page needs besides the page.
@@ -583,6 +778,8 @@ impl<'a> Work<'a> {
             alerts: Vec::new(),
             state: CheckState::default(),
             layout_event: None,
+            logged_out: None,
+            needs_login: false,
         }
     }
 
@@ -688,7 +885,24 @@ impl<'a> Work<'a> {
             Err(rejected) => return Ok(self.refused(rejected, body, settings)),
         };
         self.status.rejected_body = None;
-        if let Some(xpath) = blocked_by(&self.watch.blocked, &page.hierarchy) {
+        if let Some(check) = self.logged_out
+            && let Some(marker) = first_selecting(&check.markers, &page.hierarchy)
+        {
+            if !check.after_login {
+                // Not judged, not recorded: the session logs in and the
+                // page is fetched and checked again (`checked`).
+                self.needs_login = true;
+                return Ok((PageOutcome::Unchanged, None, None));
+            }
+            let error = SourceError::StillLoggedOut {
+                session: check.session.clone(),
+                marker: marker.to_owned(),
+            };
+            let message = error_chain(&error);
+            self.failed(&message, settings.alert_after);
+            return Ok((PageOutcome::Failed(message), None, None));
+        }
+        if let Some(xpath) = first_selecting(&self.watch.blocked, &page.hierarchy) {
             // A challenge served as a page: never compared, never stored.
             let message = format!("blocked: the page matches the watch's blocked XPath `{xpath}`");
             self.failed(&message, settings.alert_after);

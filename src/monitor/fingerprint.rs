@@ -66,6 +66,9 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         failures: _,
         data_only,
         layout,
+        // The jar decides what the server sends, not what is built from
+        // the bytes it sent.
+        session: _,
     } = watch;
     let settings = BuildSettings {
         semclip: env!("CARGO_PKG_VERSION"),

@@ -14,6 +14,8 @@
 //!   that work already done is not done again;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
 //!   hysteresis;
+//! - [`session`]: the sessions' cookie jars shared by the checks, read
+//!   from and written to the store, and their login turns;
 //! - [`workers`]: the threads, one per CPU, that run the checks' blocking
 //!   parts.
 //!
@@ -24,6 +26,7 @@ pub mod check;
 pub mod compare;
 pub mod fingerprint;
 pub mod layout;
+pub mod session;
 pub mod threshold;
 pub mod watch_page;
 pub mod workers;

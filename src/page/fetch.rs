@@ -19,12 +19,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use reqwest::header::{
-    AUTHORIZATION, COOKIE, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION, PROXY_AUTHORIZATION,
-    WWW_AUTHENTICATE,
+    AUTHORIZATION, CONTENT_TYPE, COOKIE, IF_MODIFIED_SINCE, IF_NONE_MATCH, LOCATION,
+    PROXY_AUTHORIZATION, WWW_AUTHENTICATE,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -34,6 +34,7 @@ use crate::page::blocked::Blocked;
 use crate::page::fence::{
     self, Fence, FenceError, FencedRead, FencedResolver, ResolverRefusal, Route,
 };
+use crate::page::session::{Jar, LoginForm};
 use crate::page::source::{self, FetchOptions, HttpFetched, RawPage, SourceError};
 
 /// Credentials for a request.
@@ -72,6 +73,9 @@ pub struct PageRequest {
     pub headers: Vec<(String, String)>,
     /// Cookies sent as one `Cookie` header.
     pub cookies: Vec<(String, String)>,
+    /// The session's cookie jar: its cookies that match each hop are sent
+    /// (after [`PageRequest::cookies`]) and each hop's `Set-Cookie`s kept.
+    pub jar: Option<Jar>,
     /// Credentials.
     pub credentials: Option<Credentials>,
     /// The stored `ETag`, sent as `If-None-Match`.
@@ -122,13 +126,30 @@ pub fn backoff(attempt: u32, base: Duration) -> Duration {
     delay + jitter
 }
 
+/// Request starts to a host, reserved where other processes see them too
+/// (replicas on one database): each reservation is at least `spacing` after
+/// every one before it, whichever process made it.
+pub trait SharedSpacing: Send + Sync + std::fmt::Debug {
+    /// Reserves a start to `host`; resolves to when the request may start,
+    /// or `None` when no reservation could be made (the caller goes on
+    /// with its own spacing only).
+    fn reserve<'a>(
+        &'a self,
+        host: &'a str,
+        spacing: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>>;
+}
+
 /// Per-host politeness: at most `per_host` requests in flight to one host,
-/// and request starts to one host at least `spacing` apart.
+/// and request starts to one host at least `spacing` apart; with a
+/// [`SharedSpacing`], the spacing holds across processes too (each request
+/// first waits for its place here, then for its reserved start there).
 #[derive(Debug)]
 pub struct HostLimiter {
     per_host: usize,
     spacing: Duration,
     hosts: Mutex<HashMap<String, Arc<HostSlot>>>,
+    shared: Option<Arc<dyn SharedSpacing>>,
 }
 
 #[derive(Debug)]
@@ -144,7 +165,14 @@ impl HostLimiter {
             per_host: per_host.max(1),
             spacing,
             hosts: Mutex::new(HashMap::new()),
+            shared: None,
         }
+    }
+
+    /// The limiter, its spacing also reserved through `shared`.
+    pub fn with_shared(mut self, shared: Arc<dyn SharedSpacing>) -> HostLimiter {
+        self.shared = Some(shared);
+        self
     }
 
     /// Waits for a slot on `host` and for its spacing; the request may
@@ -159,6 +187,12 @@ impl HostLimiter {
             start
         };
         tokio::time::sleep_until(start).await;
+        if let Some(shared) = self.shared.as_ref().filter(|_| !self.spacing.is_zero())
+            && let Some(at) = shared.reserve(host, self.spacing).await
+            && let Ok(wait) = at.duration_since(SystemTime::now())
+        {
+            tokio::time::sleep(wait).await;
+        }
         Some(permit)
     }
 
@@ -394,6 +428,9 @@ async fn follow(clients: &Clients, req: &PageRequest) -> Result<HttpFetched, Sou
             Ok(response) => response,
             Err(error) => return Err(hop_error(url, redirects, opts, error)),
         };
+        if let Some(jar) = &req.jar {
+            jar.store(response.headers(), &url);
+        }
         let location = response.headers().get(LOCATION);
         let redirect = matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308);
         let (true, Some(location)) = (redirect, location) else {
@@ -488,13 +525,18 @@ fn build(
         }
         r = r.header(name.as_str(), value.as_str());
     }
-    if same_host && !req.cookies.is_empty() {
-        let cookie = req
-            .cookies
-            .iter()
-            .map(|(n, v)| format!("{n}={v}"))
-            .collect::<Vec<_>>()
-            .join("; ");
+    // The watch's own cookies only on its host; the jar's wherever the
+    // cookie rules send them.
+    let own = req
+        .cookies
+        .iter()
+        .filter(|_| same_host)
+        .map(|(n, v)| format!("{n}={v}"));
+    let cookie = own
+        .chain(req.jar.as_ref().and_then(|jar| jar.header(url)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !cookie.is_empty() {
         r = r.header(COOKIE, cookie);
     }
     match &req.credentials {
@@ -511,6 +553,51 @@ fn build(
         r = r.header(IF_MODIFIED_SINCE, lm.as_str());
     }
     r
+}
+
+/// Posts a login form with the jar's cookies, keeping the answer's
+/// `Set-Cookie`s in the jar, under the host limiter and through the fence,
+/// within `opts`' request timeout; no retry (a login is not repeated on its
+/// own). A redirect is the usual answer to a login and is not followed:
+/// the page is fetched again after it. An answer of 400 or above is an
+/// error. Nothing of the form's fields reaches a log or an error.
+pub async fn post_form(
+    clients: &Clients,
+    limiter: &HostLimiter,
+    form: &LoginForm,
+    jar: &Jar,
+    opts: &FetchOptions,
+) -> Result<StatusCode, SourceError> {
+    let url = &form.url;
+    let route = clients.fence.route(url, url, 0)?;
+    if route == Route::Fenced && !proxy_hosts(opts).is_empty() {
+        resolve_before_proxy(&clients.fence, url, 0).await?;
+    }
+    let client = clients.get(opts, route)?;
+    let host = url.host_str().unwrap_or_default().to_owned();
+    let _permit = limiter.acquire(&host).await;
+    let mut request = client
+        .post(url.clone())
+        .timeout(opts.request_timeout)
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(form.body());
+    if let Some(cookie) = jar.header(url) {
+        request = request.header(COOKIE, cookie);
+    }
+    tracing::debug!(%url, "posting the login form");
+    let response = request
+        .send()
+        .await
+        .map_err(|error| hop_error(url.clone(), 0, opts, error))?;
+    jar.store(response.headers(), url);
+    let status = response.status();
+    if status.is_client_error() || status.is_server_error() {
+        return Err(SourceError::Status {
+            url: url.clone(),
+            status,
+        });
+    }
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -560,6 +647,7 @@ mod tests {
             retries: 3,
             headers: Vec::new(),
             cookies: Vec::new(),
+            jar: None,
             credentials: None,
             etag: None,
             last_modified: None,

@@ -5,6 +5,8 @@
 //! - [`fence`]: which files and addresses the daemon may reach;
 //! - [`fetch`]: the daemon's polite fetching (conditional GET, retries,
 //!   per-host limits, redirects through the fence);
+//! - [`session`]: cookie jars, `cookies.txt` and login forms of sessions
+//!   that stay logged in;
 //! - [`dom`]: parse HTML with html5ever into an owned, spec-compliant tree;
 //! - [`budget`]: bounds on what one page may make semclip build and spend;
 //! - [`browser`]: rendering JavaScript pages in one supervised local
@@ -18,4 +20,5 @@ pub mod budget;
 pub mod dom;
 pub mod fence;
 pub mod fetch;
+pub mod session;
 pub mod source;

@@ -184,6 +184,35 @@ pub enum SourceError {
         /// The status it answered with.
         status: StatusCode,
     },
+    /// The login of a session ([`crate::page::session::LoginForm`]) failed:
+    /// its form could not be posted or was refused.
+    #[error("cannot log in to session `{session}`")]
+    Login {
+        /// The session.
+        session: String,
+        /// Why.
+        #[source]
+        source: Box<SourceError>,
+    },
+    /// A session's last login failed not long ago: it is not tried again
+    /// before its back-off ends (see [`crate::monitor::session`]).
+    #[error("the last login failed ({last}); not tried again for {}s", wait.as_secs().max(1))]
+    LoginHeld {
+        /// What the last login got.
+        last: String,
+        /// How long until the next login may be tried.
+        wait: std::time::Duration,
+    },
+    /// The page still shows its session logged out after logging in.
+    #[error(
+        "still logged out after logging in to session `{session}`: the page matches `{marker}`"
+    )]
+    StillLoggedOut {
+        /// The session.
+        session: String,
+        /// The `logged_out` XPath the page matched.
+        marker: String,
+    },
     /// The server answered with a block, not the page: a bot challenge,
     /// a firewall's block page, a rate limit ([`crate::page::blocked`]).
     #[error("blocked: {url} answered with {}", blocked.reason)]

@@ -50,6 +50,9 @@ pub struct Metrics {
     pub alerts_sent: Counter,
     /// Outbox rows given up on.
     pub alerts_failed: Counter,
+    /// Checks of a run claimed after another replica's lease on it
+    /// expired (the run is checked a second time).
+    pub checks_rerun: Counter,
     /// Clip requests, by format and status.
     pub clip_requests: Family<ClipLabels, Counter>,
     /// Watches in the store (set at scrape time).
@@ -108,6 +111,12 @@ impl Metrics {
             "Alert deliveries given up on (per notifier)",
             alerts_failed.clone(),
         );
+        let checks_rerun = Counter::default();
+        registry.register(
+            "checks_rerun",
+            "Checks of a run taken over after another replica's lease on it expired",
+            checks_rerun.clone(),
+        );
         let clip_requests = Family::<ClipLabels, Counter>::default();
         registry.register(
             "clip_requests",
@@ -141,6 +150,7 @@ impl Metrics {
             alerts_queued,
             alerts_sent,
             alerts_failed,
+            checks_rerun,
             clip_requests,
             watches,
             outbox_pending,

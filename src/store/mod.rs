@@ -94,15 +94,20 @@ use crate::diff::Change;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+mod claim;
 mod database;
 mod event;
+pub mod migrate;
 pub mod pg;
 pub mod pool;
+mod session;
 mod sql;
 mod state;
 pub mod time;
 
+pub use claim::{BUSY_RETRY, Claim};
 pub use database::{Database, PostgresUrl};
+pub use session::StoredJar;
 pub use sql::DbError;
 
 pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
@@ -116,7 +121,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use sql::{Db, Row, args};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -259,6 +264,15 @@ const MIGRATIONS: &[&str] = &[
     // 6: what a snapshot blob holds (see `SnapshotFormat`): rows before
     // this one are zlib-compressed XML.
     "ALTER TABLE snapshot ADD COLUMN format INTEGER NOT NULL DEFAULT 0;",
+    // 7: the cookie jars of sessions (`page::session::Jar` as JSON), by
+    // session name; `revision` counts the writes (see `store::session`).
+    "CREATE TABLE session_jar (
+        name         TEXT PRIMARY KEY NOT NULL,
+        jar          TEXT NOT NULL,
+        revision     INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        logged_in_at INTEGER
+    ) STRICT;",
 ];
 
 /// What a snapshot blob holds (the `format` column).
@@ -731,6 +745,11 @@ impl Store {
     /// PostgreSQL).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store is an SQLite file (else a PostgreSQL database).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.engine, Engine::Sqlite(_))
     }
 
     /// Where queries outside a transaction run.

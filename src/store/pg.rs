@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -166,6 +166,31 @@ const MIGRATIONS: &[&str] = &[
         learned_at BIGINT NOT NULL,
         pages      BIGINT NOT NULL,
         body       TEXT NOT NULL
+    );",
+    // 2: replicas sharing the work (see `super::claim`): who holds the
+    // lease on a watch's current run, and until when (Unix ms), and each
+    // host's next request start. A row is
+    // deleted when its check is recorded. Outbox rows need no column: a
+    // claim moves `next_attempt` to the end of its lease. No SQLite
+    // counterpart: one daemon per SQLite file, whose claims are its own.
+    "CREATE TABLE watch_claim (
+        watch       TEXT PRIMARY KEY,
+        owner       TEXT,
+        lease_until BIGINT
+    );
+    -- The next request start to each host any replica may reserve (Unix
+    -- ms): `limits.host_spacing` across replicas.
+    CREATE TABLE host_turn (
+        host       TEXT PRIMARY KEY,
+        next_start BIGINT NOT NULL
+    );",
+    // 3: the cookie jars of sessions, as SQLite's schema 7.
+    "CREATE TABLE session_jar (
+        name         TEXT PRIMARY KEY,
+        jar          TEXT NOT NULL,
+        revision     BIGINT NOT NULL,
+        updated_at   BIGINT NOT NULL,
+        logged_in_at BIGINT
     );",
 ];
 

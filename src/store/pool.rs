@@ -83,6 +83,12 @@ impl StorePool {
         &self.path
     }
 
+    /// Whether other processes (replicas) may share the database: true for
+    /// PostgreSQL, false for SQLite (one daemon per file).
+    pub fn shared_by_replicas(&self) -> bool {
+        matches!(self.engine, Engine::Postgres(_))
+    }
+
     /// The database the pool opened.
     pub fn database(&self) -> &Database {
         &self.database

@@ -259,6 +259,12 @@ impl FromValue for bool {
         }
     }
 }
+impl FromValue for Value {
+    const EXPECTED: &'static str = "any value";
+    fn from_value(value: Value) -> Result<Self, Value> {
+        Ok(value)
+    }
+}
 impl<T: FromValue> FromValue for Option<T> {
     const EXPECTED: &'static str = T::EXPECTED;
     fn from_value(value: Value) -> Result<Self, Value> {

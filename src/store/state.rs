@@ -548,6 +548,7 @@ impl Store {
                 None => None,
             };
             write_status(db, &state.status)?;
+            super::claim::release(db, watch).map_err(err)?;
             write_check_state(db, watch, at_ms, state, layout_event.as_deref(), &since_ms)
                 .map_err(err)?;
             Ok(recorded)
@@ -564,6 +565,62 @@ impl Store {
             "WHERE state = 'pending' AND next_attempt <= ?1 ORDER BY id LIMIT ?2",
             args![to_millis(now)?, i64::try_from(limit).unwrap_or(i64::MAX)],
         )
+    }
+
+    /// Claims pending outbox rows due at `now` (oldest first, at most
+    /// `limit`) for delivery by the caller: their next attempt moves to
+    /// `lease_until`, so no other replica takes them before then, and a
+    /// replica that dies while delivering leaves them to be taken again
+    /// after it. Rows another replica is claiming at this instant are
+    /// skipped (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite has one
+    /// writer at a time). The rows come back as they are in the outbox
+    /// (same alert id, so the delivery id stays the same on a retry).
+    pub fn claim_alerts(
+        &mut self,
+        now: SystemTime,
+        limit: usize,
+        lease_until: SystemTime,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let lock = match self.engine {
+            super::Engine::Sqlite(_) => "",
+            super::Engine::Postgres(_) => "FOR UPDATE SKIP LOCKED",
+        };
+        let sql = format!(
+            "UPDATE outbox SET next_attempt = ?3 WHERE id IN
+               (SELECT id FROM outbox WHERE state = 'pending' AND next_attempt <= ?1
+                ORDER BY id LIMIT ?2 {lock})
+             RETURNING {OUTBOX_COLUMNS}"
+        );
+        let rows = self
+            .db()
+            .query(
+                &sql,
+                args![
+                    to_millis(now)?,
+                    i64::try_from(limit).unwrap_or(i64::MAX),
+                    to_millis(lease_until)?
+                ],
+            )
+            .map_err(outbox_error)?;
+        let mut entries = outbox_entries(rows)?;
+        entries.sort_by_key(|e| e.id);
+        Ok(entries)
+    }
+
+    /// Gives claimed rows back, due at `at` (rows not attempted before the
+    /// lease ran short).
+    pub fn release_alerts(&mut self, ids: &[i64], at: SystemTime) -> Result<(), StoreError> {
+        let at_ms = to_millis(at)?;
+        self.transaction(outbox_error, |db| {
+            for &id in ids {
+                db.execute(
+                    "UPDATE outbox SET next_attempt = ?2 WHERE id = ?1 AND state = 'pending'",
+                    args![id, at_ms],
+                )
+                .map_err(outbox_error)?;
+            }
+            Ok(())
+        })
     }
 
     /// Every outbox row (pending and failed), oldest first.
@@ -652,70 +709,9 @@ impl Store {
     }
 
     fn outbox_query(&self, tail: &str, args: &[Arg<'_>]) -> Result<Vec<OutboxEntry>, StoreError> {
-        let sql = format!(
-            "SELECT id, alert_id, watch, notifier, created_at, next_attempt, attempts, digest,
-                    state, last_error, body FROM outbox {tail}"
-        );
-        let rows = self
-            .db()
-            .query(&sql, args)
-            .and_then(|rows| {
-                rows_as(rows, |mut row| {
-                    Ok((
-                        row.get::<i64>(0)?,
-                        row.get::<String>(1)?,
-                        row.get::<String>(2)?,
-                        row.get::<String>(3)?,
-                        row.get::<i64>(4)?,
-                        row.get::<i64>(5)?,
-                        row.get::<i64>(6)?,
-                        row.get::<Option<i64>>(7)?,
-                        row.get::<String>(8)?,
-                        row.get::<Option<String>>(9)?,
-                        row.get::<String>(10)?,
-                    ))
-                })
-            })
-            .map_err(outbox_error)?;
-        rows.into_iter()
-            .map(
-                |(
-                    id,
-                    alert_id,
-                    watch,
-                    notifier,
-                    created,
-                    next,
-                    attempts,
-                    digest,
-                    state,
-                    e,
-                    body,
-                )| {
-                    let corrupt = |source| StoreError::CorruptWatch {
-                        watch: watch.clone(),
-                        source,
-                    };
-                    Ok(OutboxEntry {
-                        created_at: from_millis(created).map_err(corrupt)?,
-                        next_attempt: from_millis(next).map_err(corrupt)?,
-                        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                        digest: digest.map(|ms| Duration::from_millis(ms.unsigned_abs())),
-                        state: if state == "failed" {
-                            OutboxState::Failed
-                        } else {
-                            OutboxState::Pending
-                        },
-                        id,
-                        alert_id,
-                        watch,
-                        notifier,
-                        last_error: e,
-                        body,
-                    })
-                },
-            )
-            .collect()
+        let sql = format!("SELECT {OUTBOX_COLUMNS} FROM outbox {tail}");
+        let rows = self.db().query(&sql, args).map_err(outbox_error)?;
+        outbox_entries(rows)
     }
 
     fn db_error(&self, action: &str, source: DbError) -> StoreError {
@@ -725,6 +721,57 @@ impl Store {
             source,
         }
     }
+}
+
+/// The columns an [`OutboxEntry`] is read from, in order.
+const OUTBOX_COLUMNS: &str = "id, alert_id, watch, notifier, created_at, next_attempt, attempts, \
+     digest, state, last_error, body";
+
+/// Outbox rows read with [`OUTBOX_COLUMNS`].
+fn outbox_entries(rows: Vec<Row>) -> Result<Vec<OutboxEntry>, StoreError> {
+    let rows = rows_as(rows, |mut row| {
+        Ok((
+            row.get::<i64>(0)?,
+            row.get::<String>(1)?,
+            row.get::<String>(2)?,
+            row.get::<String>(3)?,
+            row.get::<i64>(4)?,
+            row.get::<i64>(5)?,
+            row.get::<i64>(6)?,
+            row.get::<Option<i64>>(7)?,
+            row.get::<String>(8)?,
+            row.get::<Option<String>>(9)?,
+            row.get::<String>(10)?,
+        ))
+    })
+    .map_err(outbox_error)?;
+    rows.into_iter()
+        .map(
+            |(id, alert_id, watch, notifier, created, next, attempts, digest, state, e, body)| {
+                let corrupt = |source| StoreError::CorruptWatch {
+                    watch: watch.clone(),
+                    source,
+                };
+                Ok(OutboxEntry {
+                    created_at: from_millis(created).map_err(corrupt)?,
+                    next_attempt: from_millis(next).map_err(corrupt)?,
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                    digest: digest.map(|ms| Duration::from_millis(ms.unsigned_abs())),
+                    state: if state == "failed" {
+                        OutboxState::Failed
+                    } else {
+                        OutboxState::Pending
+                    },
+                    id,
+                    alert_id,
+                    watch,
+                    notifier,
+                    last_error: e,
+                    body,
+                })
+            },
+        )
+        .collect()
 }
 
 fn outbox_error(source: DbError) -> StoreError {

@@ -303,7 +303,7 @@ fn validate_names_every_problem_in_every_file() {
     let stderr = text(&out.stderr);
     let expected = [
         "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
-        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout (did you mean `thresholds`?)",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session (did you mean `thresholds`?)",
         "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
         "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
         "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
@@ -340,14 +340,14 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
         "name, xpath, above, below, outside, change_pct, hysteresis, notify, on_return";
     let expected = [
         "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
-        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo, browser (did you mean `retention`?)".to_owned(),
+        "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo, browser, sessions (did you mean `retention`?)".to_owned(),
         "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
         "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
         "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
         format!("watches/a.yaml:10:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of {threshold_keys} (did you mean `hysteresis`?)"),
         "watches/a.yaml:11:19: thresholds[0].notify[1]: unknown notifier `ops` (the daemon file defines: log)".to_owned(),
         "watches/b.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file".to_owned(),
-        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout (did you mean `schedule`?)".to_owned(),
+        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session (did you mean `schedule`?)".to_owned(),
         "watches/b.yaml:3:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)".to_owned(),
         "watches/b.yaml:5:3: layout.max_drfit: unknown field `max_drfit`, expected one of template, max_drift, notify (did you mean `max_drift`?)".to_owned(),
         "semclip: 11 configuration problems found".to_owned(),
@@ -1052,4 +1052,72 @@ fn database_takes_a_path_or_a_postgres_url_and_refuses_other_urls() {
         assert!(text.iter().any(|d| d.contains(says)), "{daemon}: {text:#?}");
         assert!(!text.iter().any(|d| d.contains("hunter2")), "{text:#?}");
     }
+}
+
+#[test]
+fn sessions_and_their_logins_are_checked_and_never_print_their_secrets() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "sessions:\n  shop:\n    login:\n      url: https://shop.example/login\n      \
+             fields: {user: ann, password: {env: SEMCLIP_TEST_SHOP_PASSWORD}}\n      \
+             logged_out: [\"//form[@id='login']\"]\n  \
+             jar-only: {}\n  \
+             \"bad name\": {}\n  \
+             broken:\n    login:\n      url: ftp://shop.example/\n      \
+             fields: {password: {env: SEMCLIP_TEST_UNSET_PASSWORD}}\n      logged_out: []\n",
+        ),
+        (
+            "watches/a.yaml",
+            "url: https://shop.example/account\nschedule: {every: 1m}\nsession: shop\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: https://shop.example/other\nschedule: {every: 1m}\nsession: shpo\n",
+        ),
+    ]);
+    let out = validate(
+        dir.path(),
+        &[],
+        &[("SEMCLIP_TEST_SHOP_PASSWORD", "s3cret-pass")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "semclip.yaml:8:15: sessions.bad name: session name `bad name` may only use A-Z a-z 0-9 . _ - (at least one)",
+        "semclip.yaml:11:12: sessions.broken.login.url: unsupported scheme `ftp`: a login is posted over http or https",
+        "semclip.yaml:13:19: sessions.broken.login.logged_out: at least one XPath is needed: the login runs only when the page shows one",
+        "watches/b.yaml:3:10: session: unknown session `shpo` (declared sessions: jar-only, shop)",
+    ];
+    for line in expected {
+        assert!(stderr.contains(line), "missing {line:?} in:\n{stderr}");
+    }
+    assert!(
+        stderr.contains("sessions.broken.login.fields.password: environment variable SEMCLIP_TEST_UNSET_PASSWORD is not set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret-pass"), "{stderr}");
+
+    // Valid: loaded with the secret read, which no Debug output shows.
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "sessions:\n  shop:\n    login:\n      url: https://shop.example/login\n      \
+             fields: {user: ann, password: {file: pw.txt}}\n      \
+             logged_out: [\"//form[@id='login']\"]\n",
+        ),
+        ("pw.txt", "s3cret-pass\n"),
+        (
+            "watches/a.yaml",
+            "url: https://shop.example/account\nschedule: {every: 1m}\nsession: shop\n",
+        ),
+    ]);
+    let loaded = semclip::config::load(Some(&dir.path().join("semclip.yaml")), None)
+        .unwrap_or_else(|d| panic!("{d:#?}"));
+    let login = loaded.daemon.sessions["shop"].login.as_ref().unwrap();
+    assert_eq!(login.form.body(), "password=s3cret-pass&user=ann");
+    assert_eq!(login.logged_out, ["//form[@id='login']"]);
+    assert_eq!(loaded.watches[0].session.as_deref(), Some("shop"));
+    let shown = format!("{:?} {:#?}", loaded.daemon, loaded.watches);
+    assert!(!shown.contains("s3cret-pass"), "{shown}");
 }

@@ -593,7 +593,7 @@ fn check_runs_more_watches_than_its_concurrency_each_once_reported_in_order() {
 }
 
 /// A runtime for the webhook receiver, alive as long as the test holds it.
-fn runtime() -> tokio::runtime::Runtime {
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -603,7 +603,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Writes a daemon file with the `log`, `mail` (SMTP on `smtp_port`) and
 /// `hook` notifiers, and the watches.
-fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str, String)]) {
+pub fn setup_with_mail(dir: &Path, smtp_port: u16, hook: &url::Url, watches: &[(&str, String)]) {
     setup(dir, "", watches);
     std::fs::write(dir.join("hook.secret"), "s3cret\n").unwrap();
     let config = format!(

@@ -70,34 +70,15 @@ impl Site {
             price: price.to_owned(),
             ..SiteState::default()
         }));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let shared = Arc::clone(&state);
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new()
-                    .route("/quotes.html", get(quotes))
-                    .route("/{hostile}", get(hostile))
-                    .with_state(shared);
-                let server = axum::serve(listener, app);
-                tokio::select! {
-                    _ = server => {}
-                    _ = stop_rx => {}
-                }
-            });
-        });
-        let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let app = Router::new()
+            .route("/quotes.html", get(quotes))
+            .route("/{hostile}", get(hostile))
+            .with_state(Arc::clone(&state));
+        let (addr, stop) = serve(&bind, app);
         Site {
             addr,
             state,
-            _stop: stop_tx,
+            _stop: stop,
         }
     }
 
@@ -144,6 +125,32 @@ impl Site {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Serves `app` on `bind` (a loopback `IP:0`) from a runtime thread of its
+/// own: the address bound, and the sender that stops it when dropped.
+pub fn serve(bind: &str, app: Router) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let bind = bind.to_owned();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let server = axum::serve(listener, app);
+            tokio::select! {
+                _ = server => {}
+                _ = stop_rx => {}
+            }
+        });
+    });
+    let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    (addr, stop_tx)
 }
 
 /// The quote page: the data (GAZP's price) and a markup variant.

@@ -1257,6 +1257,7 @@ mod fenced {
             retries: 2,
             headers: vec![("X-Team".into(), "ops".into())],
             cookies: vec![("session".into(), "abc".into())],
+            jar: None,
             credentials: Some(Credentials::Bearer("t0ken".into())),
             etag: None,
             last_modified: None,

@@ -594,6 +594,57 @@ on_both! {
 }
 }
 
+// ---------------------------------------------------------------- sessions
+
+on_both! {
+    fn a_session_jar_is_kept_with_its_revision_and_last_login(engine: &Engine) {
+        use semclip::page::session::Jar;
+        use semclip::store::StoredJar;
+        let mut store = engine.open();
+        assert_eq!(store.session_jar("shop").unwrap(), None);
+        assert_eq!(store.session_revision("shop").unwrap(), None);
+        // A jar fed by a response, as a check writes it.
+        let jar = Jar::new();
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.append(
+            reqwest::header::SET_COOKIE,
+            reqwest::header::HeaderValue::from_static("sid=abc; Path=/; HttpOnly"),
+        );
+        let site = url::Url::parse("http://shop.example/login").unwrap();
+        jar.store(&headers, &site);
+        let json = jar.to_json().unwrap();
+        let second = Duration::from_secs(1);
+        assert_eq!(store.put_session_jar("shop", "[]", t0(), false).unwrap(), 1);
+        assert_eq!(store.put_session_jar("shop", &json, t0() + second, true).unwrap(), 2);
+        assert_eq!(store.put_session_jar("other", "[]", t0(), false).unwrap(), 1);
+        assert_eq!(store.put_session_jar("shop", &json, t0() + 2 * second, false).unwrap(), 3);
+        drop(store);
+
+        // Another handle (a restarted daemon) reads it back whole.
+        let mut store = engine.open();
+        let stored = store.session_jar("shop").unwrap().unwrap();
+        assert_eq!(
+            stored,
+            StoredJar {
+                jar: json,
+                revision: 3,
+                updated_at: t0() + 2 * second,
+                logged_in_at: Some(t0() + second),
+            },
+            "a write that is not a login keeps the last login time"
+        );
+        assert_eq!(store.session_revision("shop").unwrap(), Some(3));
+        let back = Jar::from_json(&stored.jar).unwrap();
+        let page = url::Url::parse("http://shop.example/account").unwrap();
+        assert_eq!(back.header(&page).as_deref(), Some("sid=abc"));
+
+        assert!(store.remove_session_jar("shop").unwrap());
+        assert!(!store.remove_session_jar("shop").unwrap());
+        assert_eq!(store.session_jar("shop").unwrap(), None);
+        assert_eq!(store.session_revision("other").unwrap(), Some(1), "other sessions stay");
+}
+}
+
 // ---------------------------------------------------------------- retention
 
 on_both! {
@@ -1644,4 +1695,198 @@ fn postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_
         let chain = format!("{:#}", anyhow::Error::from(err));
         assert!(chain.contains("called from an async task"), "{chain}");
     });
+}
+
+// ---------------------------------------------------------------- replicas
+
+/// A check of `watch` recorded with its next run at `next`.
+fn checked(watch: &str, next: SystemTime) -> semclip::store::CheckState {
+    semclip::store::CheckState {
+        status: semclip::store::WatchStatus {
+            watch: watch.into(),
+            next_run: Some(next),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+on_both! {
+    fn a_run_is_claimed_by_one_replica_and_taken_over_after_its_lease(engine: &Engine) {
+        use semclip::store::Claim;
+        let secs = Duration::from_secs;
+        let lease = secs(60);
+        let mine = Claim::Mine { rerun_of: None };
+        let (mut a, mut b, mut c) = (engine.open(), engine.open(), engine.open());
+        assert_eq!(a.claim_watch("w", "A", t0(), lease).unwrap(), mine);
+        if matches!(engine.database, Database::Sqlite(_)) {
+            // One daemon per file: every claim is its own, and nothing is kept.
+            assert_eq!(b.claim_watch("w", "B", t0(), lease).unwrap(), mine);
+            a.record_check("w", t0(), None, &checked("w", t0() + secs(300))).unwrap();
+            assert_eq!(b.claim_watch("w", "B", t0(), lease).unwrap(), mine);
+            return;
+        }
+        let held = |until| Claim::Held { until };
+        let done = |next_run| Claim::Done { next_run };
+        assert_eq!(
+            b.claim_watch("w", "B", t0(), lease).unwrap(),
+            held(t0() + lease),
+            "A holds the run: B looks again when A's lease ends"
+        );
+        assert_eq!(
+            a.claim_watch("w", "A", t0() + secs(1), lease).unwrap(),
+            mine,
+            "a replica's own lease is no obstacle (its check was not recorded)"
+        );
+        a.record_check("w", t0(), None, &checked("w", t0() + secs(300))).unwrap();
+        assert_eq!(
+            b.claim_watch("w", "B", t0() + secs(2), lease).unwrap(),
+            done(t0() + secs(300)),
+            "the run was checked: B waits for the stored next run"
+        );
+        let next = t0() + secs(300);
+        assert_eq!(b.claim_watch("w", "B", next, lease).unwrap(), mine);
+        assert_eq!(
+            a.claim_watch("w", "A", next, lease).unwrap(),
+            held(next + lease)
+        );
+        // B dies without recording: once its lease is over, C takes the run.
+        assert_eq!(
+            c.claim_watch("w", "C", next + lease - secs(1), lease).unwrap(),
+            held(next + lease)
+        );
+        assert_eq!(
+            c.claim_watch("w", "C", next + lease + secs(1), lease).unwrap(),
+            Claim::Mine { rerun_of: Some("B".to_owned()) },
+            "the run taken over is named, to be counted"
+        );
+        c.record_check("w", next, None, &checked("w", next + secs(3600))).unwrap();
+        // Check now moves the stored next run: any replica claims it.
+        let soon = next + secs(700);
+        assert_eq!(
+            a.claim_watch("w", "A", soon, lease).unwrap(),
+            done(next + secs(3600))
+        );
+        a.request_check("w", soon).unwrap();
+        assert_eq!(a.claim_watch("w", "A", soon, lease).unwrap(), mine);
+    }
+}
+
+on_both! {
+    fn outbox_rows_are_claimed_once_and_taken_again_with_the_same_id_after_the_lease(
+        engine: &Engine
+    ) {
+        use semclip::store::{CheckState, Queued};
+        let secs = Duration::from_secs;
+        let (mut a, mut b) = (engine.open(), engine.open());
+        let state = CheckState {
+            alerts: ["a1", "a2", "a3"]
+                .map(|id| Queued {
+                    alert_id: id.to_owned(),
+                    notifier: "hook".to_owned(),
+                    body: format!("{{\"id\":\"{id}\"}}"),
+                    digest: None,
+                })
+                .to_vec(),
+            ..checked("w", t0() + secs(60))
+        };
+        a.record_check("w", t0(), None, &state).unwrap();
+        let ids = |rows: &[semclip::store::OutboxEntry]| {
+            rows.iter().map(|r| r.alert_id.clone()).collect::<Vec<_>>()
+        };
+        let claimed = a.claim_alerts(t0(), 2, t0() + secs(120)).unwrap();
+        assert_eq!(ids(&claimed), ["a1", "a2"], "oldest first, at most the limit");
+        let rest = b.claim_alerts(t0() + secs(1), 10, t0() + secs(121)).unwrap();
+        assert_eq!(ids(&rest), ["a3"], "claimed rows are not claimed again");
+        assert!(b.claim_alerts(t0() + secs(2), 10, t0() + secs(122)).unwrap().is_empty());
+        // A delivered a1 and died; after its lease a2 is taken again, same id.
+        a.alerts_delivered(&[claimed[0].id], t0() + secs(3)).unwrap();
+        assert!(b.claim_alerts(t0() + secs(119), 10, t0() + secs(240)).unwrap().is_empty());
+        let again = b.claim_alerts(t0() + secs(120), 10, t0() + secs(240)).unwrap();
+        assert_eq!(ids(&again), ["a2"]);
+        assert_eq!(again[0].id, claimed[1].id);
+        assert_eq!(again[0].body, claimed[1].body);
+        // Rows given back are due at once.
+        b.release_alerts(&[rest[0].id, again[0].id], t0() + secs(130)).unwrap();
+        let back = a.claim_alerts(t0() + secs(130), 10, t0() + secs(250)).unwrap();
+        assert_eq!(ids(&back), ["a2", "a3"]);
+    }
+}
+
+#[test]
+fn postgres_replicas_claiming_at_once_each_get_their_own_share() {
+    use semclip::store::Claim;
+    let Some(engine) = pg_engine(module_path!()) else {
+        return;
+    };
+    const REPLICAS: usize = 6;
+    // Watches due now, and 60 alerts waiting in the outbox.
+    let mut setup = engine.open();
+    let watches: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+    for (i, watch) in watches.iter().enumerate() {
+        let mut state = checked(watch, t0());
+        state.alerts = (0..3)
+            .map(|n| semclip::store::Queued {
+                alert_id: format!("{watch}-{n}"),
+                notifier: "hook".to_owned(),
+                body: "{}".to_owned(),
+                digest: None,
+            })
+            .collect();
+        setup
+            .record_check(
+                watch,
+                t0() - Duration::from_secs(i as u64 + 1),
+                None,
+                &state,
+            )
+            .unwrap();
+    }
+    let barrier = Arc::new(Barrier::new(REPLICAS));
+    let shares: Vec<(Vec<String>, Vec<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..REPLICAS)
+            .map(|r| {
+                let barrier = Arc::clone(&barrier);
+                let (engine, watches) = (&engine, &watches);
+                scope.spawn(move || {
+                    let mut store = engine.open();
+                    barrier.wait();
+                    let mut mine = Vec::new();
+                    for watch in watches {
+                        let claim = store
+                            .claim_watch(watch, &format!("r{r}"), t0(), Duration::from_secs(60))
+                            .unwrap();
+                        if claim == (Claim::Mine { rerun_of: None }) {
+                            mine.push(watch.clone());
+                        }
+                    }
+                    let lease = t0() + Duration::from_secs(120);
+                    let mut alerts = Vec::new();
+                    loop {
+                        let rows = store.claim_alerts(t0(), 4, lease).unwrap();
+                        if rows.is_empty() {
+                            break;
+                        }
+                        alerts.extend(rows.into_iter().map(|r| r.alert_id));
+                    }
+                    (mine, alerts)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut watches_claimed: Vec<String> = shares.iter().flat_map(|s| s.0.clone()).collect();
+    watches_claimed.sort();
+    let mut expected = watches.clone();
+    expected.sort();
+    assert_eq!(watches_claimed, expected, "each watch claimed exactly once");
+    let mut alerts: Vec<String> = shares.iter().flat_map(|s| s.1.clone()).collect();
+    alerts.sort();
+    let before = alerts.len();
+    alerts.dedup();
+    assert_eq!(
+        (before, alerts.len()),
+        (60, 60),
+        "each alert claimed exactly once"
+    );
 }
