@@ -15,7 +15,8 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
     RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
     RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawServer, RawSession, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook, Sp,
+    RawServer, RawSession, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook,
+    Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{

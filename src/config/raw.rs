@@ -312,6 +312,8 @@ pub(crate) struct RawDaemon {
     pub demo: Option<Sp<RawDemo>>,
     /// The local Chromium that renders `fetch: {render: browser}` watches.
     pub browser: Option<Sp<RawBrowser>>,
+    /// Sessions by name ([A-Za-z0-9._-]+): a cookie jar kept in the store across checks and restarts, shared by the watches that name it in `session`, and optionally how to log in.
+    pub sessions: Option<BTreeMap<String, Sp<RawSession>>>,
 }
 
 /// The local Chromium that renders `render: browser` watches: one process, started on first use, restarted when it crashes, hangs or outgrows its memory cap.
@@ -325,8 +327,6 @@ pub(crate) struct RawBrowser {
     pub max_pages: Option<Sp<usize>>,
     /// Resident memory of all the browser's processes beyond which it is killed and restarted. Default: 2GiB.
     pub memory_cap: Option<Sp<ByteSize>>,
-    /// Sessions by name ([A-Za-z0-9._-]+): a cookie jar kept in the store across checks and restarts, shared by the watches that name it in `session`, and optionally how to log in.
-    pub sessions: Option<BTreeMap<String, Sp<RawSession>>>,
 }
 
 /// A session: its cookie jar is kept in the store; `semclip cookies import` fills it from a cookies.txt.

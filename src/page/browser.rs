@@ -672,7 +672,7 @@ impl Instance {
         let target = page.target_id().clone();
         let result = tokio::select! {
             result = timeout_at(deadline, load(&page, req, deadline)) => {
-                result.unwrap_or_else(|_| Err(BrowserError::Timeout { timeout, step: "loading the page" }))
+                result.unwrap_or(Err(BrowserError::Timeout { timeout, step: "loading the page" }))
             }
             reason = self.died() => Err(BrowserError::Died { reason }),
         };
