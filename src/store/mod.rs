@@ -703,11 +703,28 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
-            path: path.to_owned(),
-            source: source.into(),
-        })?;
-        Store::set_up(conn, path.to_owned(), true)
+        // Setting up takes locks the busy handler does not wait for: while
+        // several handles create the same new file at once, switching it to
+        // WAL can answer SQLITE_BUSY at once (SQLite's deadlock avoidance).
+        // Such an open is tried again, with a fresh connection, until
+        // [`BUSY_TIMEOUT`].
+        let started = std::time::Instant::now();
+        loop {
+            let conn =
+                Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+                    path: path.to_owned(),
+                    source: source.into(),
+                })?;
+            match Store::set_up(conn, path.to_owned(), true) {
+                Err(StoreError::Open { source, .. })
+                    if source.sqlite_code() == Some(ErrorCode::DatabaseBusy)
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Opens the store in `database`: [`Store::open`] for an SQLite file;
