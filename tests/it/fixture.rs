@@ -3,6 +3,8 @@
 //!
 //! - `/quotes.html`: a quote page whose GAZP price and markup the test sets,
 //!   with an `ETag` over the body and `304` for a matching `If-None-Match`;
+//! - `/quotes/N`: the same page under as many addresses as a test needs
+//!   (each logged under its own path, so fetches are counted per page);
 //! - hostile pages: `/silent` (never answers), `/trickle` (a byte a second),
 //!   `/huge` (50 MB), `/bomb` (a gzip bomb), `/loop` (a redirect loop),
 //!   `/error` (500), `/bad-utf8` (invalid UTF-8 in a page declaring UTF-8),
@@ -72,6 +74,7 @@ impl Site {
         }));
         let app = Router::new()
             .route("/quotes.html", get(quotes))
+            .route("/quotes/{page}", get(numbered_quotes))
             .route("/{hostile}", get(hostile))
             .with_state(Arc::clone(&state));
         let (addr, stop) = serve(&bind, app);
@@ -111,6 +114,11 @@ impl Site {
             .filter(|s| s.path == path)
             .cloned()
             .collect()
+    }
+
+    /// Every request so far, in the order they arrived.
+    pub fn all_seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
     }
 
     /// Waits until `path` has been requested `n` times in all.
@@ -188,12 +196,25 @@ fn log(state: &Mutex<SiteState>, path: &str, headers: &HeaderMap, status: u16) {
 }
 
 async fn quotes(State(state): State<Arc<Mutex<SiteState>>>, headers: HeaderMap) -> Response {
+    quotes_at(&state, "/quotes.html", &headers)
+}
+
+async fn numbered_quotes(
+    State(state): State<Arc<Mutex<SiteState>>>,
+    Path(page): Path<u32>,
+    headers: HeaderMap,
+) -> Response {
+    quotes_at(&state, &format!("/quotes/{page}"), &headers)
+}
+
+/// The quote page (or the bot wall), logged under `path`.
+fn quotes_at(state: &Mutex<SiteState>, path: &str, headers: &HeaderMap) -> Response {
     let (body, blocked) = {
         let s = state.lock().unwrap();
         (quotes_page(&s.price, s.markup), s.blocked)
     };
     if blocked {
-        log(&state, "/quotes.html", &headers, 503);
+        log(state, path, headers, 503);
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             [
@@ -214,7 +235,7 @@ async fn quotes(State(state): State<Arc<Mutex<SiteState>>>, headers: HeaderMap) 
         .get(header::IF_NONE_MATCH)
         .is_some_and(|v| v.as_bytes() == etag.as_bytes());
     let status = if matches { 304 } else { 200 };
-    log(&state, "/quotes.html", &headers, status);
+    log(state, path, headers, status);
     if matches {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
     }
