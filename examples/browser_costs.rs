@@ -19,7 +19,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use semclip::page::browser::{BrowserSettings, Browsers, RenderOptions, RenderRequest, WaitFor};
+use semclip::page::browser::{
+    BrowserSettings, Browsers, Job, RenderOptions, RenderRequest, WaitFor,
+};
 
 fn page(price: &str, hold_ms: u32) -> String {
     format!(
@@ -127,12 +129,14 @@ async fn main() -> anyhow::Result<()> {
         url,
         options: &options,
         headers: &[],
+        cookies: &[],
+        job: Job::Page,
         timeout: Duration::from_secs(30),
         max_bytes: 20 << 20,
     };
 
     let t = Instant::now();
-    let html = browsers.render(request(&url)).await?;
+    let html = browsers.render(request(&url)).await?.html;
     println!(
         "first render (browser start included): {:.0} ms, {} bytes",
         t.elapsed().as_secs_f64() * 1e3,
@@ -188,11 +192,13 @@ async fn main() -> anyhow::Result<()> {
                         url: &hold,
                         options: &options,
                         headers: &[],
+                        cookies: &[],
+                        job: Job::Page,
                         timeout: Duration::from_secs(30),
                         max_bytes: 20 << 20,
                     })
                     .await
-                    .map(|h| h.len())
+                    .map(|r| r.html.len())
             }));
         }
         tokio::time::sleep(Duration::from_millis(2000)).await;

@@ -15,19 +15,19 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
     RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
     RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawServer, RawSession, RawSmtp, RawThreshold, RawToken, RawWatch, RawWatchFetch, RawWebhook,
-    Sp,
+    RawServer, RawSession, RawSmtp, RawStep, RawThreshold, RawToken, RawWatch, RawWatchFetch,
+    RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
     AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, Database,
     DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, FormField, Layout, Limits,
-    Login, LoginForm, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope, Secret,
-    SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold, TokenConfig,
-    Watch, WatchFetch, WebhookConfig,
+    Login, LoginForm, LoginHow, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope,
+    Secret, SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold,
+    TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
-use crate::page::browser::{BrowserSettings, RenderOptions, Resource, WaitFor};
+use crate::page::browser::{BrowserSettings, RenderOptions, Resource, Step, WaitFor};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
@@ -636,6 +636,20 @@ fn session(name: &str, raw: &RawSession, fence: &Fence, cx: &mut Ctx) -> Option<
     };
     let mut fields = Vec::new();
     let mut ok = true;
+    let steps = match &l.steps {
+        Some(steps) if l.fields.is_some() => {
+            cx.err(
+                steps.at,
+                &join(&path, "steps"),
+                "a login has either fields (a form posted) or steps (in the browser), not both",
+            );
+            ok = false;
+            None
+        }
+        Some(steps) => login_steps(steps, &join(&path, "steps"), cx),
+        None => None,
+    };
+    ok &= l.steps.is_none() || steps.is_some();
     for (field, value) in l.fields.iter().flatten() {
         let at = join(&join(&path, "fields"), field);
         match &value.value {
@@ -669,11 +683,71 @@ fn session(name: &str, raw: &RawSession, fence: &Fence, cx: &mut Ctx) -> Option<
         );
         ok = false;
     }
-    let login = Login {
-        form: LoginForm { url: url?, fields },
-        logged_out,
+    let url = url?;
+    let how = match steps {
+        Some(steps) => LoginHow::Steps { url, steps },
+        None => LoginHow::Form(LoginForm { url, fields }),
     };
+    let login = Login { how, logged_out };
     ok.then_some(SessionConfig { login: Some(login) })
+}
+
+/// The steps of a browser login, their secrets read and their XPaths
+/// compiled; `None` after a diagnostic.
+fn login_steps(raw: &Sp<Vec<Sp<RawStep>>>, path: &str, cx: &mut Ctx) -> Option<Vec<Step>> {
+    if raw.value.is_empty() {
+        cx.err(raw.at, path, "at least one step is needed");
+        return None;
+    }
+    let mut steps = Vec::new();
+    let mut ok = true;
+    for (i, step) in raw.value.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let selector = |spec: &str, cx: &mut Ctx| {
+            let spec = spec.trim();
+            let parsed = WaitFor::parse(spec);
+            match &parsed {
+                _ if spec.is_empty() => {
+                    cx.err(step.at, &at, "an empty selector");
+                    None
+                }
+                WaitFor::XPath(x) => {
+                    let x = Sp {
+                        value: x.clone(),
+                        at: step.at,
+                    };
+                    cx.xpath(&x, &at).map(|_| parsed.clone())
+                }
+                WaitFor::Css(_) => Some(parsed.clone()),
+            }
+        };
+        let parsed = match &step.value {
+            RawStep::Fill(fill) => {
+                let selector = selector(&fill.selector, cx);
+                let value = match &fill.value {
+                    RawSecretOrText::Text(text) => Some(text.clone()),
+                    RawSecretOrText::Secret(secret) => {
+                        let raw = Sp {
+                            value: secret.clone(),
+                            at: step.at,
+                        };
+                        cx.secret(&raw, &format!("{at}.value"))
+                            .map(|s| s.expose().to_owned())
+                    }
+                };
+                selector
+                    .zip(value)
+                    .map(|(selector, value)| Step::Fill { selector, value })
+            }
+            RawStep::Click(spec) => selector(spec, cx).map(Step::Click),
+            RawStep::WaitFor(spec) => selector(spec, cx).map(Step::WaitFor),
+        };
+        match parsed {
+            Some(step) => steps.push(step),
+            None => ok = false,
+        }
+    }
+    ok.then_some(steps)
 }
 
 /// The server's default stylesheets must be there when it will serve

@@ -42,6 +42,7 @@ use url::Url;
 pub use check::{secret_from_env, secret_from_file};
 
 use crate::config::schedule::Schedule;
+pub use crate::page::browser::Step;
 use crate::page::browser::{BrowserSettings, RenderOptions};
 pub use crate::page::budget::PageLimits;
 use crate::page::fence::{AllowHost, Fence};
@@ -122,14 +123,38 @@ pub struct SessionConfig {
     pub login: Option<Login>,
 }
 
-/// How a session logs in: the form it posts when a page shows one of the
-/// `logged_out` XPaths.
+/// How a session logs in when a page shows one of the `logged_out`
+/// XPaths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Login {
-    /// The form (secret fields print as `***`).
-    pub form: LoginForm,
+    /// A form posted or steps in the browser (secrets print as `***`).
+    pub how: LoginHow,
     /// XPaths over the hierarchy that show the session logged out.
     pub logged_out: Vec<String>,
+}
+
+/// How a login is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoginHow {
+    /// A form posted over HTTP.
+    Form(LoginForm),
+    /// Steps run in the browser on the login page `url`.
+    Steps {
+        /// The login page.
+        url: url::Url,
+        /// The steps (fill values print as `***`).
+        steps: Vec<Step>,
+    },
+}
+
+impl LoginHow {
+    /// The URL the login posts to or opens.
+    pub fn url(&self) -> &url::Url {
+        match self {
+            LoginHow::Form(form) => &form.url,
+            LoginHow::Steps { url, .. } => url,
+        }
+    }
 }
 
 /// The mail server used by email notifiers.

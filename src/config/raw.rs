@@ -338,17 +338,43 @@ pub(crate) struct RawSession {
     pub login: Option<Sp<RawLogin>>,
 }
 
-/// A login form posted when a page shows its session logged out, never on every check.
+/// A login, run when a page shows its session logged out, never on every check: a form posted (`fields`) or steps in the browser (`steps`).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Login")]
 pub(crate) struct RawLogin {
-    /// Where the form is posted (http or https), as application/x-www-form-urlencoded.
+    /// With `fields`: where the form is posted (http or https), as application/x-www-form-urlencoded. With `steps`: the login page the browser opens.
     pub url: Sp<String>,
     /// The form's fields: name -> text, or a secret ({env: NAME} or {file: PATH}) for credentials.
     pub fields: Option<BTreeMap<String, Sp<RawSecretOrText>>>,
+    /// Steps run in the browser on the login page, in order, instead of posting a form: fill, click, wait_for. The cookies the browser holds at the end go into the session's jar.
+    pub steps: Option<Sp<Vec<Sp<RawStep>>>>,
     /// XPaths over the page's hierarchy that show the session logged out (a login form, a "sign in" link); at least one. Only a page they select triggers the login.
     pub logged_out: Sp<Vec<Sp<String>>>,
+}
+
+/// One step of a browser login. Selectors are CSS, or XPath over the DOM when they start with `/`, `(`, `./` or `..`; each step waits for its element, by the watch's fetch timeout.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+#[schemars(rename = "LoginStep")]
+pub(crate) enum RawStep {
+    /// Types a value into a field.
+    Fill(RawFill),
+    /// Clicks an element.
+    Click(String),
+    /// Waits until an element is there (across the navigation a click started).
+    WaitFor(String),
+}
+
+/// A `fill` step.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "FillStep")]
+pub(crate) struct RawFill {
+    /// The field.
+    pub selector: String,
+    /// What is typed: text, or a secret ({env: NAME} or {file: PATH}) for credentials.
+    pub value: RawSecretOrText,
 }
 
 /// The mail server used by email notifiers.

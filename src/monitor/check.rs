@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime};
 
 use tracing::Instrument;
 
-use crate::config::{Auth, DaemonConfig, Login, Watch};
+use crate::config::{Auth, DaemonConfig, Login, LoginHow, Watch};
 use crate::diff::Change;
 use crate::hierarchy::Hierarchy;
 use crate::monitor::compare::{self, Prepared};
@@ -34,9 +34,10 @@ use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
-use crate::page::browser::{Browsers, RenderOptions, RenderRequest};
+use crate::page::browser::{Browsers, Job, RenderOptions, RenderRequest, Rendered};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
+use crate::page::session::BrowserCookie;
 use crate::page::source::{FetchOptions, RawPage, SourceError};
 use crate::store::pool::{PoolError, StorePool};
 use crate::store::time;
@@ -313,10 +314,10 @@ async fn checked(
         };
         let fetched = match login_failed.take() {
             Some(error) => Err(error),
-            // A rendered page takes no session yet (README, "Sessions and
-            // logins"): its cookies would have to reach the browser's tab.
             None => match &watch.fetch.render {
-                Some(options) => render(engine, watch, options).await,
+                Some(options) => {
+                    render(engine, watch, options, session.as_deref(), now, dry_run).await
+                }
                 None => {
                     fetch_in_session(engine, session.as_deref(), &mut request, now, dry_run).await
                 }
@@ -425,19 +426,44 @@ async fn log_in(
         Turn::Held { last, wait } => return Err(SourceError::LoginHeld { last, wait }),
     };
     let before = session.snapshot();
-    let posted = fetch::post_form(
-        &engine.clients,
-        &engine.limiter,
-        &login.form,
-        session.jar(),
-        &request.opts,
-    )
-    .await;
+    let posted = match &login.how {
+        LoginHow::Form(form) => fetch::post_form(
+            &engine.clients,
+            &engine.limiter,
+            form,
+            session.jar(),
+            &request.opts,
+        )
+        .await
+        .map(drop),
+        LoginHow::Steps { url, steps } => {
+            let given = session.jar().browser_cookies();
+            let options = RenderOptions::default();
+            let browsed = browse(
+                engine,
+                RenderRequest {
+                    url,
+                    options: &options,
+                    headers: &request.headers,
+                    cookies: &given,
+                    job: Job::Login(steps),
+                    timeout: request.opts.request_timeout,
+                    max_bytes: request.opts.max_body_bytes,
+                },
+            )
+            .await;
+            browsed.map(|rendered| {
+                session
+                    .jar()
+                    .take_from_browser(&rendered.given, &rendered.cookies);
+            })
+        }
+    };
     let ok = posted.is_ok();
     match &posted {
-        Ok(_) => {
+        Ok(()) => {
             turn.done();
-            tracing::info!(session = session.name(), url = %login.form.url, "logged in");
+            tracing::info!(session = session.name(), url = %login.how.url(), "logged in");
         }
         Err(error) => turn.failed(error_chain(error)),
     }
@@ -446,7 +472,7 @@ async fn log_in(
             .save(&engine.stores, before.as_deref(), ok, now)
             .await;
     }
-    posted.map(drop)
+    posted
 }
 
 /// The watch's stored status (this attempt and the next run set) and the
@@ -649,33 +675,84 @@ fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
     out
 }
 
-/// Renders a `render: browser` watch's page in the daemon's browser,
-/// under the same fence and per-host politeness as an HTTP fetch. The
-/// rendered DOM has no validators: every render is a full page.
+/// Renders a `render: browser` watch's page in the daemon's browser.
+/// The tab starts with the session's cookies (the stored jar read first
+/// when it changed) and the watch's own `fetch.cookies`; what the page did
+/// to the session's cookies goes back into the jar, written right after
+/// (not in a dry run), as after an HTTP fetch. The rendered DOM has no
+/// validators: every render is a full page.
 async fn render(
     engine: &Engine,
     watch: &Watch,
     options: &RenderOptions,
+    session: Option<&Session>,
+    now: SystemTime,
+    dry_run: bool,
 ) -> Result<Fetched, SourceError> {
     let url = &watch.url;
-    engine.clients.fence().route(url, url, 0)?;
-    let host = url.host_str().unwrap_or_default();
-    fetch::refuse_if_held(&engine.limiter, url, watch.fetch.timeout).await?;
-    let _permit = engine.limiter.acquire(host).await;
-    let html = engine
-        .browsers
-        .render(RenderRequest {
+    let mut given = Vec::new();
+    let before = match session {
+        Some(session) => {
+            session.refresh(&engine.stores).await;
+            given = session.jar().browser_cookies();
+            session.snapshot()
+        }
+        None => None,
+    };
+    let own: Vec<BrowserCookie> = watch
+        .fetch
+        .cookies
+        .iter()
+        .filter_map(|(name, value)| {
+            Some(BrowserCookie {
+                name: name.clone(),
+                value: value.expose().to_owned(),
+                domain: url.host_str()?.to_owned(),
+                host_only: true,
+                path: "/".to_owned(),
+                secure: false,
+                http_only: false,
+                expires: None,
+            })
+        })
+        .collect();
+    given.extend(own.iter().cloned());
+    let rendered = browse(
+        engine,
+        RenderRequest {
             url,
             options,
             headers: &watch.fetch.headers,
+            cookies: &given,
+            job: Job::Page,
             timeout: watch.fetch.timeout,
             max_bytes: watch.fetch.max_body,
-        })
-        .await
-        .map_err(|source| SourceError::Browser {
-            url: url.clone(),
-            source: Box::new(source),
-        })?;
+        },
+    )
+    .await;
+    if let Some(session) = session {
+        if let Ok(rendered) = &rendered {
+            // The watch's own cookies are not the session's: as the page
+            // left them, they are not taken into the jar.
+            let session_only = |cookies: &[BrowserCookie]| -> Vec<BrowserCookie> {
+                cookies
+                    .iter()
+                    .filter(|c| !own.contains(c))
+                    .cloned()
+                    .collect()
+            };
+            session.jar().take_from_browser(
+                &session_only(&rendered.given),
+                &session_only(&rendered.cookies),
+            );
+        }
+        if !dry_run {
+            session
+                .save(&engine.stores, before.as_deref(), false, now)
+                .await;
+        }
+    }
+    let html = rendered?.html;
     Ok(Fetched::Page {
         page: RawPage {
             bytes: html.into_bytes(),
@@ -685,6 +762,25 @@ async fn render(
         etag: None,
         last_modified: None,
     })
+}
+
+/// Renders `req` in the daemon's browser, under the same fence and
+/// per-host politeness (a host's `Retry-After` hold included) as an HTTP
+/// fetch of its URL.
+async fn browse(engine: &Engine, req: RenderRequest<'_>) -> Result<Rendered, SourceError> {
+    let url = req.url;
+    engine.clients.fence().route(url, url, 0)?;
+    let host = url.host_str().unwrap_or_default();
+    fetch::refuse_if_held(&engine.limiter, url, req.timeout).await?;
+    let _permit = engine.limiter.acquire(host).await;
+    engine
+        .browsers
+        .render(req)
+        .await
+        .map_err(|source| SourceError::Browser {
+            url: url.clone(),
+            source: Box::new(source),
+        })
 }
 
 fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRequest {

@@ -48,14 +48,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chromiumoxide::Browser;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    BlockPattern, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
+    BlockPattern, CookieParam, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
+    TimeSinceEpoch,
 };
-use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, TargetId};
+use chromiumoxide::cdp::browser_protocol::storage::{
+    GetCookiesParams as StorageGetCookies, SetCookiesParams as StorageSetCookies,
+};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams, DisposeBrowserContextParams,
+};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::handler::HandlerConfig;
 use futures::StreamExt;
@@ -65,6 +72,8 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use url::Url;
+
+use crate::page::session::BrowserCookie;
 
 /// Tabs open at once by default.
 pub const DEFAULT_MAX_PAGES: usize = 4;
@@ -113,7 +122,7 @@ impl Default for BrowserSettings {
 }
 
 /// What must match in the rendered DOM before the page is taken.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitFor {
     /// A CSS selector (`document.querySelector`).
     Css(String),
@@ -129,6 +138,18 @@ impl WaitFor {
             WaitFor::XPath(spec.to_owned())
         } else {
             WaitFor::Css(spec.to_owned())
+        }
+    }
+
+    /// The JavaScript expression of the first element it selects, or
+    /// `null`.
+    fn element(&self) -> String {
+        match self {
+            WaitFor::Css(css) => format!("document.querySelector({})", js_string(css)),
+            WaitFor::XPath(xpath) => format!(
+                "document.evaluate({}, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue",
+                js_string(xpath)
+            ),
         }
     }
 
@@ -219,6 +240,54 @@ impl Default for RenderOptions {
     }
 }
 
+/// One step of a browser login (a session's `login.steps`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Types `value` into the field `selector` (its `input` and `change`
+    /// events fire, as when a person types).
+    Fill {
+        /// The field.
+        selector: WaitFor,
+        /// What is typed; may be a secret, never printed.
+        value: String,
+    },
+    /// Clicks the element `selector`.
+    Click(WaitFor),
+    /// Waits until `selector` matches, across a navigation the step
+    /// before started.
+    WaitFor(WaitFor),
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Fill { selector, .. } => write!(f, "Fill({selector}, ***)"),
+            Step::Click(selector) => write!(f, "Click({selector})"),
+            Step::WaitFor(selector) => write!(f, "WaitFor({selector})"),
+        }
+    }
+}
+
+impl Step {
+    /// The step's name and selector, for errors (never the value).
+    fn describe(&self) -> String {
+        match self {
+            Step::Fill { selector, .. } => format!("fill `{selector}`"),
+            Step::Click(selector) => format!("click `{selector}`"),
+            Step::WaitFor(selector) => format!("wait_for `{selector}`"),
+        }
+    }
+}
+
+/// What a tab does once its page has loaded.
+#[derive(Debug, Clone, Copy)]
+pub enum Job<'a> {
+    /// Waits for the options' `wait_for` and takes the rendered DOM.
+    Page,
+    /// Runs a session's login steps; no DOM is taken.
+    Login(&'a [Step]),
+}
+
 /// One render.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderRequest<'a> {
@@ -228,10 +297,27 @@ pub struct RenderRequest<'a> {
     pub options: &'a RenderOptions,
     /// Extra request headers.
     pub headers: &'a [(String, String)],
+    /// Cookies the tab starts with (a session's jar, the watch's own).
+    pub cookies: &'a [BrowserCookie],
+    /// What to do once the page has loaded.
+    pub job: Job<'a>,
     /// The whole render's deadline, waiting for a tab included.
     pub timeout: Duration,
     /// The largest rendered DOM accepted, in bytes.
     pub max_bytes: u64,
+}
+
+/// What a render gives back.
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    /// The rendered DOM (empty for [`Job::Login`]).
+    pub html: String,
+    /// The cookies the tab's browser context held before the page was
+    /// loaded: those of [`RenderRequest::cookies`] the browser took.
+    pub given: Vec<BrowserCookie>,
+    /// The cookies the tab's browser context held at the end: those it was
+    /// given, as the page left them, and those it got.
+    pub cookies: Vec<BrowserCookie>,
 }
 
 /// Why a render failed.
@@ -299,6 +385,17 @@ pub enum BrowserError {
         /// The driver's error.
         reason: String,
     },
+    /// A login step found nothing to act on, or what it waits for, by the
+    /// deadline.
+    #[error("login step {n} ({step}) matched nothing within {}s", timeout.as_secs_f32())]
+    Step {
+        /// The step, from 1.
+        n: usize,
+        /// What it is (name and selector, never a value).
+        step: String,
+        /// The deadline.
+        timeout: Duration,
+    },
     /// The rendered DOM is over the size cap.
     #[error("the rendered page is larger than the limit of {limit} bytes")]
     TooLarge {
@@ -348,7 +445,7 @@ impl Browsers {
 
     /// Renders `req`: waits for a tab, starts the browser if needed, loads
     /// the page, waits for `wait_for`, and returns the serialised DOM.
-    pub async fn render(&self, req: RenderRequest<'_>) -> Result<String, BrowserError> {
+    pub async fn render(&self, req: RenderRequest<'_>) -> Result<Rendered, BrowserError> {
         let deadline = Instant::now() + req.timeout;
         let _tab = match timeout_at(deadline, Arc::clone(&self.tabs).acquire_owned()).await {
             Ok(Ok(permit)) => permit,
@@ -402,11 +499,14 @@ impl Browsers {
                     .await
                     .unwrap_or(false);
             if !running {
-                return;
+                break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tracing::warn!("browser processes still running after the kill");
+        if Instant::now() >= deadline {
+            tracing::warn!("browser processes still running after the kill");
+        }
+        let _ = tokio::task::spawn_blocking(remove_profiles).await;
     }
 
     /// The browser in use, started when there is none or it died.
@@ -519,19 +619,19 @@ impl Instance {
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_profile(&dir);
                 return Err(failed(e.to_string()));
             }
         };
         let Some(pid) = child.id() else {
-            let _ = std::fs::remove_dir_all(&dir);
+            remove_profile(&dir);
             return Err(failed("it exited at once".into()));
         };
         lock(&groups).push(pid);
         let cleanup = |reason: String| {
             kill_group(pid);
             lock(&groups).retain(|g| *g != pid);
-            let _ = std::fs::remove_dir_all(&dir);
+            remove_profile(&dir);
             failed(reason)
         };
         let Some(stderr) = child.stderr.take() else {
@@ -655,23 +755,53 @@ impl Instance {
         }
     }
 
-    /// One render in a new tab, closed afterwards.
+    /// One render in a new tab of a new browser context (cookies and
+    /// storage of its own: one watch's session never reaches another's
+    /// page), disposed of afterwards.
     async fn render(
         &self,
         req: RenderRequest<'_>,
         deadline: Instant,
-    ) -> Result<String, BrowserError> {
+    ) -> Result<Rendered, BrowserError> {
         let timeout = req.timeout;
-        let page = tokio::select! {
-            page = timeout_at(deadline, self.browser.new_page("about:blank")) => {
-                page.map_err(|_| BrowserError::Timeout { timeout, step: "opening a tab" })?
-                    .map_err(protocol("opening a tab"))?
+        let opened = async {
+            let context = self
+                .browser
+                .create_browser_context(CreateBrowserContextParams::default())
+                .await
+                .map_err(protocol("opening a browser context"))?;
+            if !req.cookies.is_empty() {
+                let params = StorageSetCookies::builder()
+                    .cookies(req.cookies.iter().map(cookie_param))
+                    .browser_context_id(context.clone())
+                    .build()
+                    .map_err(|reason| BrowserError::Page {
+                        step: "setting cookies",
+                        reason,
+                    })?;
+                self.browser
+                    .execute(params)
+                    .await
+                    .map_err(protocol("setting cookies"))?;
+            }
+            let given = context_cookies(&self.browser, &context).await?;
+            let mut params = CreateTargetParams::new("about:blank");
+            params.browser_context_id = Some(context.clone());
+            let page = self
+                .browser
+                .new_page(params)
+                .await
+                .map_err(protocol("opening a tab"))?;
+            Ok::<_, BrowserError>((context, page, given))
+        };
+        let (context, page, given) = tokio::select! {
+            opened = timeout_at(deadline, opened) => {
+                opened.map_err(|_| BrowserError::Timeout { timeout, step: "opening a tab" })??
             }
             reason = self.died() => return Err(BrowserError::Died { reason }),
         };
-        let target = page.target_id().clone();
         let result = tokio::select! {
-            result = timeout_at(deadline, load(&page, req, deadline)) => {
+            result = timeout_at(deadline, load(&self.browser, &page, &context, req, given, deadline)) => {
                 result.unwrap_or(Err(BrowserError::Timeout { timeout, step: "loading the page" }))
             }
             reason = self.died() => Err(BrowserError::Died { reason }),
@@ -683,7 +813,7 @@ impl Instance {
             // whose renderer spins or died could only wait.
             return result;
         }
-        let closed = self.close(target).await;
+        let closed = self.close(context).await;
         match (result, closed) {
             (Ok(page), Err(error)) => {
                 // The page is good; the browser is not.
@@ -695,14 +825,16 @@ impl Instance {
         }
     }
 
-    /// Closes the tab `target` (Target.closeTarget: no beforeunload hooks).
-    async fn close(&self, target: TargetId) -> Result<(), BrowserError> {
+    /// Disposes of the browser context `context` and so closes its tab
+    /// (no beforeunload hooks) and forgets its cookies.
+    async fn close(&self, context: BrowserContextId) -> Result<(), BrowserError> {
         if self.is_dead() {
             return Ok(());
         }
         match tokio::time::timeout(
             CLOSE_TIMEOUT,
-            self.browser.execute(CloseTargetParams::new(target)),
+            self.browser
+                .execute(DisposeBrowserContextParams::new(context)),
         )
         .await
         {
@@ -723,17 +855,30 @@ impl Drop for Instance {
         }
         kill_group(self.pid);
         lock(&self.groups).retain(|g| *g != self.pid);
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // The profile goes once its processes are gone: removed while one
+        // still writes, it would come back in part. The wait is bounded
+        // and off the async workers; shutdown removes what is left.
+        let (pid, dir) = (self.pid, self.dir.clone());
+        let _ = std::thread::Builder::new()
+            .name("semclip-profile".into())
+            .spawn(move || {
+                wait_group_gone(pid, CLOSE_TIMEOUT);
+                remove_profile(&dir);
+            });
         tracing::debug!(pid = self.pid, "browser stopped");
     }
 }
 
-/// Loads `req` in `page`: options, navigation, `wait_for`, serialisation.
+/// Loads `req` in `page`: options, navigation, then `wait_for` and
+/// serialisation or the login steps, and the context's cookies.
 async fn load(
+    browser: &Browser,
     page: &chromiumoxide::Page,
+    context: &BrowserContextId,
     req: RenderRequest<'_>,
+    given: Vec<BrowserCookie>,
     deadline: Instant,
-) -> Result<String, BrowserError> {
+) -> Result<Rendered, BrowserError> {
     let mut crashed = page
         .event_listener::<EventTargetCrashed>()
         .await
@@ -774,35 +919,203 @@ async fn load(
         page.goto(req.url.as_str())
             .await
             .map_err(protocol("loading the page"))?;
-        if let Some(wait_for) = &req.options.wait_for {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let matched = timeout_at(deadline, evaluate::<bool>(page, &wait_script(wait_for)))
-                .await
-                .map_err(|_| BrowserError::WaitFor {
-                    wait_for: wait_for.to_string(),
-                    timeout: req.timeout,
-                })?
-                .map_err(protocol("waiting for wait_for"))?;
-            if !matched {
-                return Err(BrowserError::WaitFor {
-                    wait_for: wait_for.to_string(),
-                    timeout: remaining,
-                });
+        let html = match req.job {
+            Job::Page => take_page(page, req, deadline).await?,
+            Job::Login(steps) => {
+                run_steps(page, steps, req.timeout, deadline).await?;
+                String::new()
             }
-        }
-        let html = evaluate::<String>(page, SERIALISE)
-            .await
-            .map_err(protocol("reading the DOM"))?;
-        if html.len() as u64 > req.max_bytes {
-            return Err(BrowserError::TooLarge {
-                limit: req.max_bytes,
-            });
-        }
-        Ok(html)
+        };
+        let cookies = context_cookies(browser, context).await?;
+        Ok(Rendered {
+            html,
+            given,
+            cookies,
+        })
     };
     tokio::select! {
         result = work => result,
         _ = crashed.next() => Err(BrowserError::Crashed),
+    }
+}
+
+/// The cookies the browser context `context` holds.
+async fn context_cookies(
+    browser: &Browser,
+    context: &BrowserContextId,
+) -> Result<Vec<BrowserCookie>, BrowserError> {
+    Ok(browser
+        .execute(
+            StorageGetCookies::builder()
+                .browser_context_id(context.clone())
+                .build(),
+        )
+        .await
+        .map_err(protocol("reading cookies"))?
+        .result
+        .cookies
+        .iter()
+        .map(jar_cookie)
+        .collect())
+}
+
+/// Waits for the options' `wait_for` and serialises the DOM.
+async fn take_page(
+    page: &chromiumoxide::Page,
+    req: RenderRequest<'_>,
+    deadline: Instant,
+) -> Result<String, BrowserError> {
+    if let Some(wait_for) = &req.options.wait_for {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let matched = timeout_at(deadline, evaluate::<bool>(page, &wait_script(wait_for)))
+            .await
+            .map_err(|_| BrowserError::WaitFor {
+                wait_for: wait_for.to_string(),
+                timeout: req.timeout,
+            })?
+            .map_err(protocol("waiting for wait_for"))?;
+        if !matched {
+            return Err(BrowserError::WaitFor {
+                wait_for: wait_for.to_string(),
+                timeout: remaining,
+            });
+        }
+    }
+    let html = evaluate::<String>(page, SERIALISE)
+        .await
+        .map_err(protocol("reading the DOM"))?;
+    if html.len() as u64 > req.max_bytes {
+        return Err(BrowserError::TooLarge {
+            limit: req.max_bytes,
+        });
+    }
+    Ok(html)
+}
+
+/// How long a login step waits before trying again when the page it
+/// acted on was replaced by a navigation (the step's script ran in a
+/// document that is gone): the new document's `load` cannot be awaited
+/// from the old one.
+const NAVIGATION_RETRY: Duration = Duration::from_millis(100);
+
+/// Runs the login `steps` in `page`, each waiting (evented, by the
+/// deadline) for its element first. A step whose document is replaced by
+/// a navigation under it is run again in the new document.
+async fn run_steps(
+    page: &chromiumoxide::Page,
+    steps: &[Step],
+    timeout: Duration,
+    deadline: Instant,
+) -> Result<(), BrowserError> {
+    for (i, step) in steps.iter().enumerate() {
+        let failed = || BrowserError::Step {
+            n: i + 1,
+            step: step.describe(),
+            timeout,
+        };
+        let script = step_script(step);
+        loop {
+            match timeout_at(deadline, evaluate::<bool>(page, &script)).await {
+                Err(_) => return Err(failed()),
+                Ok(Ok(true)) => break,
+                Ok(Ok(false)) => return Err(failed()),
+                Ok(Err(error)) => {
+                    let error = protocol("running a login step")(error);
+                    if !matches!(error, BrowserError::Page { ref reason, .. } if navigated(reason))
+                    {
+                        return Err(error);
+                    }
+                    if timeout_at(deadline, tokio::time::sleep(NAVIGATION_RETRY))
+                        .await
+                        .is_err()
+                    {
+                        return Err(failed());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a script's error says its document went away (a navigation).
+fn navigated(reason: &str) -> bool {
+    [
+        "context was destroyed",
+        "Cannot find context",
+        "Promise was collected",
+        "Inspected target navigated",
+    ]
+    .iter()
+    .any(|m| reason.contains(m))
+}
+
+/// The script of one login step: a promise resolving to true once its
+/// element is found (at once or at the DOM mutation that adds it) and
+/// acted on.
+fn step_script(step: &Step) -> String {
+    let (selector, act) = match step {
+        Step::Fill { selector, value } => (
+            selector,
+            format!(
+                "el.focus(); el.value = {}; \
+                 el.dispatchEvent(new Event('input', {{bubbles: true}})); \
+                 el.dispatchEvent(new Event('change', {{bubbles: true}}));",
+                js_string(value)
+            ),
+        ),
+        Step::Click(selector) => (selector, "el.click();".to_owned()),
+        Step::WaitFor(selector) => (selector, String::new()),
+    };
+    let find = selector.element();
+    format!(
+        "new Promise((resolve) => {{
+            const run = () => {{
+                const el = {find};
+                if (!el) return false;
+                {act}
+                return true;
+            }};
+            if (run()) {{ resolve(true); return; }}
+            const observer = new MutationObserver(() => {{
+                if (run()) {{ observer.disconnect(); resolve(true); }}
+            }});
+            observer.observe(document, {{ childList: true, subtree: true, attributes: true, characterData: true }});
+        }})"
+    )
+}
+
+/// The DevTools form of a jar's cookie.
+fn cookie_param(c: &BrowserCookie) -> CookieParam {
+    let mut param = CookieParam::new(c.name.clone(), c.value.clone());
+    if c.host_only {
+        let scheme = if c.secure { "https" } else { "http" };
+        param.url = Some(format!("{scheme}://{}{}", c.domain, c.path));
+    } else {
+        param.domain = Some(format!(".{}", c.domain));
+    }
+    param.path = Some(c.path.clone());
+    param.secure = Some(c.secure);
+    param.http_only = Some(c.http_only);
+    param.expires = c.expires.map(|at| TimeSinceEpoch::new(at as f64));
+    param
+}
+
+/// A browser's cookie as the jar takes it back.
+fn jar_cookie(c: &chromiumoxide::cdp::browser_protocol::network::Cookie) -> BrowserCookie {
+    let (domain, host_only) = match c.domain.strip_prefix('.') {
+        Some(domain) => (domain.to_owned(), false),
+        None => (c.domain.clone(), true),
+    };
+    BrowserCookie {
+        name: c.name.clone(),
+        value: c.value.clone(),
+        domain,
+        host_only,
+        path: c.path.clone(),
+        secure: c.secure,
+        http_only: c.http_only,
+        expires: (!c.session && c.expires > 0.0).then_some(c.expires as i64),
     }
 }
 
@@ -909,6 +1222,9 @@ fn browser_args(dir: &Path) -> Vec<String> {
     args
 }
 
+/// The profile directories made by this process and not removed yet.
+static PROFILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// A fresh profile directory under the temporary directory.
 fn profile_dir() -> std::io::Result<PathBuf> {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -919,7 +1235,34 @@ fn profile_dir() -> std::io::Result<PathBuf> {
         rand::random::<u32>()
     ));
     std::fs::create_dir(&dir)?;
+    lock(&PROFILES).push(dir.clone());
     Ok(dir)
+}
+
+/// Removes the profile directory `dir` (gone already counts as removed).
+fn remove_profile(dir: &Path) {
+    match std::fs::remove_dir_all(dir) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove a browser profile");
+        }
+        _ => lock(&PROFILES).retain(|d| d != dir),
+    }
+}
+
+/// Removes every profile directory this process made and has not removed.
+fn remove_profiles() {
+    let dirs: Vec<PathBuf> = lock(&PROFILES).clone();
+    for dir in dirs {
+        remove_profile(&dir);
+    }
+}
+
+/// Waits, at most `timeout`, until no process of the group `pgid` runs.
+fn wait_group_gone(pgid: u32, timeout: Duration) {
+    let deadline = std::time::Instant::now() + timeout;
+    while group_running(pgid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

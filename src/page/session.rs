@@ -33,6 +33,13 @@ use cookie_store::{CookieStore, RawCookie};
 use reqwest::header::{HeaderMap, SET_COOKIE};
 use url::Url;
 
+/// The most cookies a jar keeps for one domain (or host), as browsers do
+/// (Chromium: 180; RFC 6265 asks for at least 50).
+pub const MAX_COOKIES_PER_DOMAIN: usize = 180;
+
+/// The most cookies a jar keeps in all (Chromium: 3300).
+pub const MAX_COOKIES: usize = 3000;
+
 /// A session's cookie jar, shared by the requests of one check (and the
 /// checks of one session). Cloning shares the jar.
 #[derive(Clone, Default)]
@@ -129,6 +136,7 @@ impl Jar {
                 tracing::debug!(%url, cookie = cookie.name(), %error, "cookie refused");
             }
         }
+        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
     }
 
     /// Adds the cookies of a Netscape `cookies.txt` (as browsers' export
@@ -156,11 +164,212 @@ impl Jar {
             return Err(errors);
         }
         *store = scratch;
+        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
         Ok(Imported {
             added: parsed.cookies.len(),
             expired: parsed.expired,
         })
     }
+}
+
+/// A cookie as a browser is given it and gives it back
+/// (DevTools `Storage.setCookies` / `Storage.getCookies`). Its `Debug`
+/// never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BrowserCookie {
+    /// The name.
+    pub name: String,
+    /// The value (may be a credential).
+    pub value: String,
+    /// The host (host-only cookie) or the domain (domain cookie), without a
+    /// leading dot.
+    pub domain: String,
+    /// Sent to `domain` only, not to its subdomains.
+    pub host_only: bool,
+    /// The path.
+    pub path: String,
+    /// Sent over https only.
+    pub secure: bool,
+    /// Hidden from scripts.
+    pub http_only: bool,
+    /// When it expires, in Unix seconds; `None`: a session cookie.
+    pub expires: Option<i64>,
+}
+
+impl fmt::Debug for BrowserCookie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrowserCookie")
+            .field("name", &self.name)
+            .field("domain", &self.domain)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrowserCookie {
+    /// Whether `other` is the same cookie (domain, path and name), whatever
+    /// its value.
+    fn same_key(&self, other: &BrowserCookie) -> bool {
+        self.domain == other.domain && self.path == other.path && self.name == other.name
+    }
+
+    /// The cookie as `cookie_store` takes it, with the URL it stands as
+    /// received from.
+    fn raw(&self) -> Option<(RawCookie<'static>, Url)> {
+        let scheme = if self.secure { "https" } else { "http" };
+        let url = Url::parse(&format!("{scheme}://{}{}", self.domain, self.path)).ok()?;
+        let mut cookie = RawCookie::build((self.name.clone(), self.value.clone()))
+            .path(self.path.clone())
+            .secure(self.secure)
+            .http_only(self.http_only);
+        if !self.host_only {
+            cookie = cookie.domain(self.domain.clone());
+        }
+        if let Some(at) = self.expires {
+            cookie = cookie.expires(cookie::time::OffsetDateTime::from_unix_timestamp(at).ok()?);
+        }
+        Some((cookie.build(), url))
+    }
+}
+
+impl Jar {
+    /// The jar's unexpired cookies, to give a browser.
+    pub fn browser_cookies(&self) -> Vec<BrowserCookie> {
+        let store = self.lock();
+        store
+            .iter_unexpired()
+            .filter_map(|c| {
+                let (domain, host_only) = match &c.domain {
+                    cookie_store::CookieDomain::HostOnly(h) => (h.clone(), true),
+                    cookie_store::CookieDomain::Suffix(s) => (s.clone(), false),
+                    _ => return None,
+                };
+                let expires = match &c.expires {
+                    cookie_store::CookieExpiration::AtUtc(at) => Some(at.unix_timestamp()),
+                    cookie_store::CookieExpiration::SessionEnd => None,
+                };
+                Some(BrowserCookie {
+                    name: c.name().to_owned(),
+                    value: c.value().to_owned(),
+                    domain,
+                    host_only,
+                    path: String::from(&c.path),
+                    secure: c.secure().unwrap_or(false),
+                    http_only: c.http_only().unwrap_or(false),
+                    expires,
+                })
+            })
+            .collect()
+    }
+
+    /// Takes back what a browser did to the cookies it was given: `before`
+    /// is what it was given ([`Jar::browser_cookies`]), `after` what it
+    /// holds at the end. A cookie given and no longer held (deleted or
+    /// expired by the page) leaves the jar; one new or changed enters it.
+    /// Cookies the jar got meanwhile from elsewhere (another check of the
+    /// session) are left alone.
+    pub fn take_from_browser(&self, before: &[BrowserCookie], after: &[BrowserCookie]) {
+        let mut store = self.lock();
+        for gone in before
+            .iter()
+            .filter(|b| !after.iter().any(|a| a.same_key(b)))
+        {
+            store.remove(&gone.domain, &gone.path, &gone.name);
+        }
+        for cookie in after.iter().filter(|a| !before.contains(a)) {
+            let Some((raw, url)) = cookie.raw() else {
+                tracing::debug!(cookie = %cookie.name, domain = %cookie.domain, "a browser cookie does not read");
+                continue;
+            };
+            if let Err(error) = store.insert_raw(&raw, &url) {
+                tracing::debug!(%url, cookie = %cookie.name, %error, "cookie refused");
+            }
+        }
+        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+    }
+}
+
+/// Bounds `store`: at most `per_domain` cookies per domain and `total` in
+/// all, so that a site setting cookies without end cannot grow the stored
+/// jar without bound. Expired cookies go first. Then, in a domain over its
+/// bound, the cookies that expire soonest go (session cookies, which
+/// expire with no date, last: they are what a login usually sets); over
+/// the total, the domain with the most cookies gives one up, so that a
+/// site flooding the jar evicts its own cookies, not another site's
+/// session. (cookie_store keeps no creation or access time, so "least
+/// recently used", browsers' rule, cannot be followed.)
+fn evict(store: &mut CookieStore, per_domain: usize, total: usize) {
+    let expired: Vec<(String, String, String)> = store
+        .iter_any()
+        .filter(|c| c.is_expired())
+        .map(key)
+        .collect();
+    for (domain, path, name) in &expired {
+        store.remove(domain, path, name);
+    }
+    let count = store.iter_unexpired().count();
+    if count <= total && count <= per_domain {
+        return;
+    }
+    // Per domain, its cookies' keys, the soonest to expire last (popped
+    // first).
+    let mut domains: std::collections::BTreeMap<String, Vec<(Option<i64>, String, String)>> =
+        std::collections::BTreeMap::new();
+    for c in store.iter_unexpired() {
+        let (domain, path, name) = key(c);
+        let expires = match &c.expires {
+            cookie_store::CookieExpiration::AtUtc(at) => Some(at.unix_timestamp()),
+            cookie_store::CookieExpiration::SessionEnd => None,
+        };
+        domains
+            .entry(domain)
+            .or_default()
+            .push((expires, path, name));
+    }
+    for cookies in domains.values_mut() {
+        // Sorted latest first, session cookies (None) first of all.
+        cookies.sort_by(|a, b| match (a.0, b.0) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => y.cmp(&x),
+        });
+    }
+    let mut evicted = Vec::new();
+    for (domain, cookies) in &mut domains {
+        while cookies.len() > per_domain {
+            if let Some((_, path, name)) = cookies.pop() {
+                evicted.push((domain.clone(), path, name));
+            }
+        }
+    }
+    let mut left: usize = domains.values().map(Vec::len).sum();
+    while left > total {
+        let Some((domain, cookies)) = domains.iter_mut().max_by_key(|(_, c)| c.len()) else {
+            break;
+        };
+        let Some((_, path, name)) = cookies.pop() else {
+            break;
+        };
+        evicted.push((domain.clone(), path, name));
+        left -= 1;
+    }
+    tracing::debug!(
+        evicted = evicted.len(),
+        "cookies over the jar's bounds evicted"
+    );
+    for (domain, path, name) in &evicted {
+        store.remove(domain, path, name);
+    }
+}
+
+/// A stored cookie's key: domain, path, name.
+fn key(c: &cookie_store::Cookie<'_>) -> (String, String, String) {
+    (
+        String::from(&c.domain),
+        String::from(&c.path),
+        c.name().to_owned(),
+    )
 }
 
 /// What [`Jar::import_cookies_txt`] did.
@@ -526,6 +735,101 @@ mod tests {
         assert!(!shown.contains("hunter2"), "{shown}");
         assert!(shown.contains("ann") && shown.contains("***"), "{shown}");
         assert_eq!(form.body(), "user=ann&password=hunter2");
+    }
+
+    #[test]
+    fn a_jar_keeps_at_most_its_bounds_per_domain_and_in_all_evicting_the_flooding_site() {
+        let jar = Jar::new();
+        // A real session on one site: a session cookie and a persistent one.
+        let mut login = HeaderMap::new();
+        login.append(SET_COOKIE, HeaderValue::from_static("sid=real; Path=/"));
+        login.append(
+            SET_COOKIE,
+            HeaderValue::from_static("pref=1; Path=/; Max-Age=86400"),
+        );
+        jar.store(&login, &url("http://shop.example/"));
+        // A hostile site sets cookies without end, one response at a time.
+        let hostile = url("http://flood.example/");
+        for i in 0..(MAX_COOKIES_PER_DOMAIN + 50) {
+            let mut headers = HeaderMap::new();
+            let value = format!("c{i}=x; Path=/; Max-Age={}", 1000 + i);
+            headers.append(
+                SET_COOKIE,
+                HeaderValue::from_str(&value).unwrap_or_else(|e| panic!("{e}")),
+            );
+            jar.store(&headers, &hostile);
+        }
+        assert_eq!(jar.len(), MAX_COOKIES_PER_DOMAIN + 2);
+        // The soonest to expire went; the latest stayed; the other site's
+        // session is untouched.
+        let sent = jar.header(&hostile).unwrap_or_default();
+        assert!(!sent.contains("c0=") && sent.contains("c229="), "{sent}");
+        assert_eq!(sent.split("; ").count(), MAX_COOKIES_PER_DOMAIN);
+        assert_eq!(sent(&jar, "http://shop.example/"), ["pref=1", "sid=real"]);
+
+        // Over the total, the domain with the most cookies gives them up.
+        let mut store = jar.lock();
+        evict(&mut store, MAX_COOKIES_PER_DOMAIN, 10);
+        drop(store);
+        assert_eq!(jar.len(), 10);
+        assert_eq!(sent(&jar, "http://shop.example/"), ["pref=1", "sid=real"]);
+        // And the bound holds in what is stored.
+        let back = Jar::from_json(&jar.to_json().unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.len(), 10);
+    }
+
+    #[test]
+    fn cookies_a_browser_changed_deleted_or_set_are_taken_back_and_others_left_alone() {
+        let jar = Jar::new();
+        let mut headers = HeaderMap::new();
+        headers.append(SET_COOKIE, HeaderValue::from_static("sid=one; Path=/"));
+        headers.append(SET_COOKIE, HeaderValue::from_static("old=1; Path=/"));
+        headers.append(
+            SET_COOKIE,
+            HeaderValue::from_static("wide=1; Path=/; Domain=shop.example"),
+        );
+        jar.store(&headers, &url("http://shop.example/"));
+        let given = jar.browser_cookies();
+        assert_eq!(given.len(), 3);
+        let wide = given.iter().find(|c| c.name == "wide");
+        assert!(wide.is_some_and(|c| !c.host_only && c.domain == "shop.example"));
+        // Meanwhile another check of the session got a cookie.
+        let mut other = HeaderMap::new();
+        other.append(SET_COOKIE, HeaderValue::from_static("lang=en; Path=/"));
+        jar.store(&other, &url("http://shop.example/"));
+        // The page changed sid, deleted old, set theme.
+        let mut after: Vec<BrowserCookie> = given
+            .iter()
+            .filter(|c| c.name != "old")
+            .cloned()
+            .map(|mut c| {
+                if c.name == "sid" {
+                    c.value = "two".into();
+                }
+                c
+            })
+            .collect();
+        after.push(BrowserCookie {
+            name: "theme".into(),
+            value: "dark".into(),
+            domain: "shop.example".into(),
+            host_only: true,
+            path: "/".into(),
+            secure: false,
+            http_only: false,
+            expires: Some(4_000_000_000),
+        });
+        jar.take_from_browser(&given, &after);
+        assert_eq!(
+            sent(&jar, "http://shop.example/"),
+            ["lang=en", "sid=two", "theme=dark", "wide=1"]
+        );
+        assert_eq!(
+            jar.header(&url("http://www.shop.example/")).as_deref(),
+            Some("wide=1")
+        );
+        assert!(!format!("{:?}", after[0]).contains("two"));
     }
 
     #[test]

@@ -1055,6 +1055,82 @@ fn database_takes_a_path_or_a_postgres_url_and_refuses_other_urls() {
 }
 
 #[test]
+fn browser_login_steps_are_checked_and_never_print_their_values() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "sessions:\n  shop:\n    login:\n      url: https://shop.example/sign-in\n      \
+             steps:\n        - fill: {selector: \"#user\", value: ann}\n        \
+             - fill: {selector: \"//input[@type='password']\", value: {file: pw.txt}}\n        \
+             - click: \"#go\"\n        - wait_for: \"#orders\"\n      \
+             logged_out: [\"//form\"]\n  \
+             both:\n    login:\n      url: https://shop.example/\n      fields: {a: b}\n      \
+             steps: [{click: \"#go\"}]\n      logged_out: [\"//form\"]\n  \
+             bad:\n    login:\n      url: https://shop.example/\n      \
+             steps: [{wait_for: \"//input[\"}, {click: \"\"}]\n      logged_out: [\"//form\"]\n",
+        ),
+        ("pw.txt", "s3cret-step\n"),
+        (
+            "watches/a.yaml",
+            "url: https://shop.example/account\nschedule: {every: 1m}\n",
+        ),
+    ]);
+    let Err(errors) = semclip::config::load(Some(&dir.path().join("semclip.yaml")), None) else {
+        panic!("both and bad are refused");
+    };
+    let shown: Vec<String> = errors.iter().map(|d| d.to_string()).collect();
+    let shown = shown.join("\n");
+    assert!(
+        shown.contains("sessions.both.login.steps: a login has either fields (a form posted) or steps (in the browser), not both"),
+        "{shown}"
+    );
+    assert!(shown.contains("sessions.bad.login.steps[0]"), "{shown}");
+    assert!(
+        shown.contains("sessions.bad.login.steps[1]: an empty selector"),
+        "{shown}"
+    );
+    assert_eq!(shown.lines().count(), 3, "{shown}");
+
+    std::fs::write(
+        dir.path().join("semclip.yaml"),
+        "sessions:\n  shop:\n    login:\n      url: https://shop.example/sign-in\n      \
+         steps:\n        - fill: {selector: \"#user\", value: ann}\n        \
+         - fill: {selector: \"//input[@type='password']\", value: {file: pw.txt}}\n        \
+         - click: \"#go\"\n        - wait_for: \"#orders\"\n      \
+         logged_out: [\"//form\"]\n",
+    )
+    .unwrap();
+    let loaded = semclip::config::load(Some(&dir.path().join("semclip.yaml")), None)
+        .unwrap_or_else(|d| panic!("{d:#?}"));
+    let login = loaded.daemon.sessions["shop"].login.as_ref().unwrap();
+    use semclip::page::browser::{Step, WaitFor};
+    let semclip::config::LoginHow::Steps { url, steps } = &login.how else {
+        panic!("browser steps: {login:?}");
+    };
+    assert_eq!(url.as_str(), "https://shop.example/sign-in");
+    assert_eq!(
+        steps,
+        &[
+            Step::Fill {
+                selector: WaitFor::Css("#user".into()),
+                value: "ann".into()
+            },
+            Step::Fill {
+                selector: WaitFor::XPath("//input[@type='password']".into()),
+                value: "s3cret-step".into()
+            },
+            Step::Click(WaitFor::Css("#go".into())),
+            Step::WaitFor(WaitFor::Css("#orders".into())),
+        ]
+    );
+    let shown = format!("{:?} {:#?}", loaded.daemon, login);
+    assert!(
+        !shown.contains("s3cret-step") && !shown.contains("\"ann\""),
+        "{shown}"
+    );
+}
+
+#[test]
 fn sessions_and_their_logins_are_checked_and_never_print_their_secrets() {
     let dir = tree(&[
         (
@@ -1115,7 +1191,10 @@ fn sessions_and_their_logins_are_checked_and_never_print_their_secrets() {
     let loaded = semclip::config::load(Some(&dir.path().join("semclip.yaml")), None)
         .unwrap_or_else(|d| panic!("{d:#?}"));
     let login = loaded.daemon.sessions["shop"].login.as_ref().unwrap();
-    assert_eq!(login.form.body(), "password=s3cret-pass&user=ann");
+    let semclip::config::LoginHow::Form(form) = &login.how else {
+        panic!("a form login: {login:?}");
+    };
+    assert_eq!(form.body(), "password=s3cret-pass&user=ann");
     assert_eq!(login.logged_out, ["//form[@id='login']"]);
     assert_eq!(loaded.watches[0].session.as_deref(), Some("shop"));
     let shown = format!("{:?} {:#?}", loaded.daemon, loaded.watches);

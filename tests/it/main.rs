@@ -11,6 +11,7 @@
 
 mod articles;
 mod browser;
+mod browser_sessions;
 mod channels;
 mod cli;
 mod complete;
