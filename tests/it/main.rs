@@ -34,6 +34,7 @@ mod props;
 mod records;
 mod refresh;
 mod region;
+mod replica_news;
 mod replicas;
 mod rtdm;
 mod serve;
