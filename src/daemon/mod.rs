@@ -32,6 +32,28 @@
 //! every claim is the daemon's own. The outbox is claimed the same way
 //! ([`outbox`]).
 //!
+//! Replicas tell each other news over `LISTEN/NOTIFY`
+//! ([`crate::store::notice`]): a check-now request on one wakes the watch
+//! in every replica's scheduler at once (whichever has a free slot claims
+//! it first), and a SIGHUP on one reloads the watch files of all. A
+//! reload caused by a change in the watches directory is not announced:
+//! another replica's directory did not change with it (each has its own,
+//! with its own directory watcher), so reloading it would change nothing.
+//! A notice is a hint: a replica that missed one (its listening
+//! connection was down) leaves the run to the replica that took the
+//! request, as the stored next run says.
+//!
+//! Each replica publishes the watch set it runs (each watch's id and the
+//! hash of its file, [`crate::store::replica`]) at start and after each
+//! reload, and records a heartbeat every [`HEARTBEAT`]. The set most live
+//! replicas run is the reference; a replica whose set differs says so (a
+//! warning, `semclip_replica_watch_set_mismatch`, a line on the status
+//! page) and does not claim the watches the reference defines
+//! differently: a stale or half-deployed replica must not check a page
+//! with another URL, other thresholds or other notifiers than the others
+//! would. Watches only it has are still its to check (nobody else runs
+//! them: a watch added by a rolling deploy starts with its first replica).
+//!
 //! # Shutdown
 //!
 //! One [`CancellationToken`] is the shutdown signal: SIGTERM and Ctrl-C
@@ -71,9 +93,11 @@ use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
 use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
 use crate::notify::Notifier;
 use crate::serve::Server;
-use crate::serve::metrics::Metrics;
-use crate::store::Claim;
+use crate::serve::metrics::{Metrics, NoticeLabels};
+use crate::store::notice::{self, Announcement, Notice};
 use crate::store::pool::StorePool;
+use crate::store::replica::{ReplicaSummary, WatchSet};
+use crate::store::{Claim, Database};
 
 use self::scheduler::{Clock, Scheduler};
 
@@ -125,6 +149,10 @@ pub fn replica_id() -> String {
         rand::random::<u32>()
     )
 }
+
+/// How often a replica records that it is alive and looks at the other
+/// replicas' watch sets (well within [`crate::store::replica::LIVE_FOR`]).
+const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// How often retention is applied to every watch (a page that never
 /// changes stores no snapshot, so nothing else would prune it).
@@ -201,6 +229,17 @@ pub fn describe(report: &CheckReport) -> String {
     format!("{}: {what}", report.watch)
 }
 
+/// Why the watch files are reloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reload {
+    /// SIGHUP: announced to the other replicas.
+    Signal,
+    /// A change in the watches directory.
+    Directory,
+    /// Another replica's SIGHUP (not announced again).
+    Peer(String),
+}
+
 /// What every task of the daemon shares.
 struct Shared {
     daemon: Arc<DaemonConfig>,
@@ -213,6 +252,10 @@ struct Shared {
     tasks: TaskTracker,
     /// This replica's id ([`replica_id`]), the owner of its claims.
     replica: Arc<str>,
+    /// This replica's watches that most replicas define differently: left
+    /// to them (see "Replicas" above). Written by the replica-view task,
+    /// read by every claim.
+    withheld: Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
 }
 
 /// Runs the daemon until SIGTERM or Ctrl-C.
@@ -237,6 +280,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
         replica: Arc::from(replica_id()),
+        withheld: Arc::default(),
     };
     // A `?` below stops what already started.
     let _stop_on_error = shared.shutdown.clone().drop_guard();
@@ -259,13 +303,17 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
     // Reload requests (SIGHUP, the directory watcher), to the reloader;
     // reloaded watch sets, from the reloader to the scheduler. Each channel
     // closes when its senders' tasks end at shutdown.
-    let (reload_tx, reload_rx) = mpsc::unbounded_channel::<()>();
+    let (reload_tx, reload_rx) = mpsc::unbounded_channel::<Reload>();
     let (reloaded_tx, reloaded_rx) = mpsc::unbounded_channel::<Vec<Arc<Watch>>>();
+    // Reloaded watch sets, from the reloader to the replica view.
+    let (sets_tx, sets_rx) = mpsc::unbounded_channel::<Vec<Arc<Watch>>>();
     listen_for_signals(&shared, reload_tx.clone())?;
-    let _watcher = watch_directory(&shared, reload_tx);
-    start_reloader(&shared, reload_rx, reloaded_tx, server.clone());
+    let _watcher = watch_directory(&shared, reload_tx.clone());
+    start_reloader(&shared, reload_rx, reloaded_tx, sets_tx, server.clone());
+    start_replica_view(&shared, &watches, sets_rx, server.clone()).await;
 
-    let check_now_rx = forward_check_now(&shared, check_now_rx);
+    let (check_now_rx, wake) = forward_check_now(&shared, check_now_rx);
+    start_listener(&shared, wake, reload_tx);
     let engine = Engine::new(Arc::clone(&shared.daemon), Arc::clone(&shared.stores));
     // Killed after the drain, whatever still holds the engine.
     let browsers = Arc::clone(&engine.browsers);
@@ -273,6 +321,7 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
         engine,
         stores: Arc::clone(&shared.stores),
         replica: Arc::clone(&shared.replica),
+        withheld: Arc::clone(&shared.withheld),
         metrics: Arc::clone(&shared.metrics),
         server,
         wake_outbox,
@@ -301,16 +350,22 @@ pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> 
 }
 
 /// Passes the API's check-now requests on to the scheduler, after moving
-/// the watch's stored next run to now: the claim then finds the run due
-/// (with replicas, the stored next run is what a claim goes by). Returns
-/// the scheduler's receiver; the forwarder owns its sender, closed when
-/// the server's sender closes or at shutdown.
+/// the watch's stored next run to now (the claim then finds the run due:
+/// with replicas, the stored next run is what a claim goes by) and
+/// announcing it to the other replicas. Returns the scheduler's receiver
+/// and a sender to it for the listener; the forwarder and the listener
+/// own the senders, closed when the server's sender closes or at shutdown.
 fn forward_check_now(
     shared: &Shared,
     mut requests: mpsc::UnboundedReceiver<String>,
-) -> mpsc::UnboundedReceiver<String> {
+) -> (
+    mpsc::UnboundedReceiver<String>,
+    mpsc::UnboundedSender<String>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let wake = tx.clone();
     let stores = Arc::clone(&shared.stores);
+    let replica = Arc::clone(&shared.replica);
     let shutdown = shared.shutdown.clone();
     shared.tasks.spawn(async move {
         loop {
@@ -322,8 +377,12 @@ fn forward_check_now(
                 },
             };
             let watch = id.clone();
+            let from = Arc::clone(&replica);
             let requested = stores
-                .run(move |s| s.request_check(&watch, SystemTime::now()))
+                .run(move |s| {
+                    s.request_check(&watch, SystemTime::now())?;
+                    s.announce(&from, Notice::Check { watch })
+                })
                 .await;
             if let Err(error) = requested {
                 // The local scheduler still checks it if no other replica
@@ -335,7 +394,203 @@ fn forward_check_now(
             }
         }
     });
-    rx
+    (rx, wake)
+}
+
+/// On PostgreSQL, listens for the other replicas' notices until shutdown:
+/// a check-now wakes the watch in this replica's scheduler (through
+/// `wake`), a reload reloads this replica's watch files (through
+/// `reload`). This replica's own notices are dropped (it acted on them
+/// when it sent them).
+fn start_listener(
+    shared: &Shared,
+    wake: mpsc::UnboundedSender<String>,
+    reload: mpsc::UnboundedSender<Reload>,
+) {
+    let Database::Postgres(url) = shared.stores.database().clone() else {
+        return;
+    };
+    let replica = Arc::clone(&shared.replica);
+    let metrics = Arc::clone(&shared.metrics);
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        let heard = |announcement: Announcement| {
+            if *announcement.from == *replica {
+                return;
+            }
+            let from = announcement.from;
+            match announcement.notice {
+                Notice::Check { watch } => {
+                    metrics.notices.get_or_create(&NoticeLabels { kind: "check" }).inc();
+                    tracing::info!(watch = %watch, from = %from, "check requested on another replica");
+                    let _ = wake.send(watch);
+                }
+                Notice::Reload => {
+                    metrics.notices.get_or_create(&NoticeLabels { kind: "reload" }).inc();
+                    tracing::info!(from = %from, "reload requested on another replica");
+                    let _ = reload.send(Reload::Peer(from));
+                }
+            }
+        };
+        let listening = || tracing::info!("listening for other replicas");
+        notice::listen(&url, heard, listening, shutdown).await;
+    });
+}
+
+/// The watch set of `watches`: each id with its file's bytes (a file that
+/// cannot be read now counts as empty: it differs, which is the truth).
+fn watch_set(watches: &[Arc<Watch>]) -> WatchSet {
+    let files: Vec<(&str, Vec<u8>)> = watches
+        .iter()
+        .map(|w| (w.id.as_str(), std::fs::read(&w.file).unwrap_or_default()))
+        .collect();
+    WatchSet::of(files.iter().map(|(id, bytes)| (*id, bytes.as_slice())))
+}
+
+/// On PostgreSQL: publishes this replica's watch set, then until shutdown
+/// records a heartbeat every [`HEARTBEAT`], publishes each reloaded set
+/// (from `sets`) and compares its set with the others' (see "Replicas"
+/// above), for the claims, the metrics and the status page. At shutdown
+/// its row is deleted. The first comparison is made before this returns,
+/// so the first claims already follow it.
+async fn start_replica_view(
+    shared: &Shared,
+    watches: &[Arc<Watch>],
+    mut sets: mpsc::UnboundedReceiver<Vec<Arc<Watch>>>,
+    server: Option<Arc<Server>>,
+) {
+    if !shared.stores.shared_by_replicas() {
+        return;
+    }
+    let view = ReplicaView {
+        stores: Arc::clone(&shared.stores),
+        replica: Arc::clone(&shared.replica),
+        withheld: Arc::clone(&shared.withheld),
+        metrics: Arc::clone(&shared.metrics),
+        server,
+    };
+    let mut own = watch_set(watches);
+    view.publish(&own).await;
+    let mut last = view.compare(&own, None).await;
+    let shutdown = shared.shutdown.clone();
+    shared.tasks.spawn(async move {
+        let mut every = tokio::time::interval(HEARTBEAT);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        every.tick().await;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                Some(watches) = sets.recv() => {
+                    own = watch_set(&watches);
+                    view.publish(&own).await;
+                }
+                _ = every.tick() => view.heartbeat(&own).await,
+            }
+            last = view.compare(&own, last).await;
+        }
+        let replica = Arc::clone(&view.replica);
+        if let Err(error) = view.stores.run(move |s| s.leave(&replica)).await {
+            tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                "cannot remove this replica from the live ones");
+        }
+    });
+}
+
+/// What the replica-view task works with.
+struct ReplicaView {
+    stores: Arc<StorePool>,
+    replica: Arc<str>,
+    withheld: Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
+    metrics: Arc<Metrics>,
+    server: Option<Arc<Server>>,
+}
+
+impl ReplicaView {
+    async fn publish(&self, own: &WatchSet) {
+        let (replica, set) = (Arc::clone(&self.replica), own.clone());
+        let published = self
+            .stores
+            .run(move |s| s.publish_watch_set(&replica, &set, SystemTime::now()))
+            .await;
+        if let Err(error) = published {
+            tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                "cannot publish this replica's watch set");
+        }
+    }
+
+    async fn heartbeat(&self, own: &WatchSet) {
+        let replica = Arc::clone(&self.replica);
+        let beat = self
+            .stores
+            .run(move |s| s.heartbeat(&replica, SystemTime::now()))
+            .await;
+        match beat {
+            Ok(true) => {}
+            // Deleted as dead (a long pause): publish again.
+            Ok(false) => self.publish(own).await,
+            Err(error) => tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                "cannot record this replica's heartbeat"),
+        }
+    }
+
+    /// Compares `own` with the live replicas' sets and applies the result;
+    /// returns it (`last` is the previous one, to log changes only). A
+    /// failed read keeps the previous result.
+    async fn compare(
+        &self,
+        own: &WatchSet,
+        last: Option<ReplicaSummary>,
+    ) -> Option<ReplicaSummary> {
+        let set = own.clone();
+        let summary = self
+            .stores
+            .run(move |s| {
+                let live = s.live_replicas(SystemTime::now())?;
+                let reference = crate::store::replica::reference(&live)
+                    .filter(|r| **r != set.hash())
+                    .map(str::to_owned);
+                let reference_set = match reference {
+                    Some(hash) => s.published_watch_set(&hash)?,
+                    None => None,
+                };
+                Ok(ReplicaSummary::of(&set, &live, reference_set.as_ref()))
+            })
+            .await;
+        let summary = match summary {
+            Ok(summary) => summary,
+            Err(error) => {
+                tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                    "cannot compare the replicas' watch sets");
+                return last;
+            }
+        };
+        if last.as_ref() != Some(&summary) {
+            if summary.this_differs {
+                tracing::warn!(live = summary.live, withheld = ?summary.withheld,
+                    "this replica's watch set differs from the other replicas': \
+                     the watches they define differently are left to them");
+            } else if !summary.differing.is_empty() {
+                tracing::warn!(live = summary.live, differing = ?summary.differing,
+                    "replicas run a watch set that differs from the others'");
+            } else {
+                tracing::info!(live = summary.live, "replicas run the same watch set");
+            }
+        }
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.metrics
+            .watch_set_mismatch
+            .set(i64::from(summary.this_differs));
+        self.metrics.replicas_live.set(gauge(summary.live));
+        self.metrics
+            .replicas_differing
+            .set(gauge(summary.differing.len()));
+        *self.withheld.write().unwrap_or_else(|p| p.into_inner()) =
+            summary.withheld.iter().cloned().collect();
+        if let Some(server) = &self.server {
+            server.set_replicas(summary.clone());
+        }
+        Some(summary)
+    }
 }
 
 /// Waits, at most [`DRAIN_TIMEOUT`], for every tracked task to finish.
@@ -484,21 +739,36 @@ fn start_watchdog(shared: &Shared) {
 }
 
 /// Reloads the watch files on each request until shutdown: a valid set
-/// goes to the scheduler (and the server), an invalid one is logged and
+/// goes to the scheduler and the replica view (and the server), an
+/// invalid one is logged and
 /// the running set kept.
 fn start_reloader(
     shared: &Shared,
-    mut requests: mpsc::UnboundedReceiver<()>,
+    mut requests: mpsc::UnboundedReceiver<Reload>,
     reloaded: mpsc::UnboundedSender<Vec<Arc<Watch>>>,
+    view: mpsc::UnboundedSender<Vec<Arc<Watch>>>,
     server: Option<Arc<Server>>,
 ) {
     let daemon = Arc::clone(&shared.daemon);
+    let stores = Arc::clone(&shared.stores);
+    let replica = Arc::clone(&shared.replica);
     let shutdown = shared.shutdown.clone();
     shared.tasks.spawn(async move {
         loop {
-            tokio::select! {
+            let cause = tokio::select! {
                 () = shutdown.cancelled() => return,
-                request = requests.recv() => if request.is_none() { return },
+                request = requests.recv() => match request {
+                    Some(cause) => cause,
+                    None => return,
+                },
+            };
+            if cause == Reload::Signal && stores.shared_by_replicas() {
+                let from = Arc::clone(&replica);
+                let announced = stores.run(move |s| s.announce(&from, Notice::Reload)).await;
+                if let Err(error) = announced {
+                    tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                        "cannot tell the other replicas to reload");
+                }
             }
             let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
             match config::load_watches(&daemon.watches_dir, &daemon) {
@@ -516,6 +786,8 @@ fn start_reloader(
                     if let Some(server) = &server {
                         server.set_watches(watches.clone());
                     }
+                    // No replica view on SQLite: nobody receives.
+                    let _ = view.send(watches.clone());
                     if reloaded.send(watches).is_err() {
                         return;
                     }
@@ -534,6 +806,8 @@ struct Checker {
     stores: Arc<StorePool>,
     /// The owner of this replica's claims.
     replica: Arc<str>,
+    /// Watches left to the other replicas ([`Shared::withheld`]).
+    withheld: Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
     metrics: Arc<Metrics>,
     server: Option<Arc<Server>>,
     wake_outbox: Arc<Notify>,
@@ -581,6 +855,15 @@ impl Checker {
     /// (a replica that died is taken over by then, one that is alive has
     /// recorded by then).
     async fn claim(&self, watch: &Watch, now: SystemTime, next: SystemTime) -> Option<SystemTime> {
+        let withheld = self
+            .withheld
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&watch.id);
+        if withheld {
+            tracing::debug!(watch = %watch.id, "defined differently on most replicas: left to them");
+            return Some(next);
+        }
         let id = watch.id.clone();
         let owner = Arc::clone(&self.replica);
         let lease = lease_for(watch);
@@ -684,7 +967,10 @@ async fn outbox_loop(
 }
 
 /// SIGTERM and Ctrl-C cancel the shutdown token; SIGHUP asks for a reload.
-fn listen_for_signals(shared: &Shared, reload: mpsc::UnboundedSender<()>) -> anyhow::Result<()> {
+fn listen_for_signals(
+    shared: &Shared,
+    reload: mpsc::UnboundedSender<Reload>,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
@@ -697,7 +983,7 @@ fn listen_for_signals(shared: &Shared, reload: mpsc::UnboundedSender<()>) -> any
                 _ = term.recv() => shutdown.cancel(),
                 _ = int.recv() => shutdown.cancel(),
                 _ = hup.recv() => {
-                    if reload.send(()).is_err() {
+                    if reload.send(Reload::Signal).is_err() {
                         return;
                     }
                 }
@@ -713,7 +999,7 @@ fn listen_for_signals(shared: &Shared, reload: mpsc::UnboundedSender<()>) -> any
 /// it stops the watching.
 fn watch_directory(
     shared: &Shared,
-    reload: mpsc::UnboundedSender<()>,
+    reload: mpsc::UnboundedSender<Reload>,
 ) -> Option<fswatch::RecommendedWatcher> {
     use fswatch::Watcher;
     let dir = &shared.daemon.watches_dir;
@@ -746,7 +1032,7 @@ fn watch_directory(
             while raw_rx.recv().await.is_some() {
                 // Settle: editors write files in several steps.
                 while let Ok(Some(())) = tokio::time::timeout(RELOAD_SETTLE, raw_rx.recv()).await {}
-                if reload.send(()).is_err() {
+                if reload.send(Reload::Directory).is_err() {
                     return;
                 }
             }

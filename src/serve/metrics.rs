@@ -32,6 +32,13 @@ pub struct ClipLabels {
     pub status: u16,
 }
 
+/// Labels of a notice heard from another replica: its kind.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NoticeLabels {
+    /// `check` or `reload`.
+    pub kind: &'static str,
+}
+
 /// Every metric of the process.
 #[derive(Debug)]
 pub struct Metrics {
@@ -53,6 +60,15 @@ pub struct Metrics {
     /// Checks of a run claimed after another replica's lease on it
     /// expired (the run is checked a second time).
     pub checks_rerun: Counter,
+    /// Notices heard from other replicas (`LISTEN/NOTIFY`), by kind.
+    pub notices: Family<NoticeLabels, Counter>,
+    /// 1 when this replica's watch set differs from the one most live
+    /// replicas run, else 0.
+    pub watch_set_mismatch: Gauge,
+    /// Live replicas sharing the database (0 on SQLite).
+    pub replicas_live: Gauge,
+    /// Live replicas whose watch set differs from the one most run.
+    pub replicas_differing: Gauge,
     /// Clip requests, by format and status.
     pub clip_requests: Family<ClipLabels, Counter>,
     /// Watches in the store (set at scrape time).
@@ -117,6 +133,30 @@ impl Metrics {
             "Checks of a run taken over after another replica's lease on it expired",
             checks_rerun.clone(),
         );
+        let watch_set_mismatch = Gauge::default();
+        registry.register(
+            "replica_watch_set_mismatch",
+            "1 when this replica's watch set differs from the one most live replicas run",
+            watch_set_mismatch.clone(),
+        );
+        let replicas_live = Gauge::default();
+        registry.register(
+            "replicas_live",
+            "Live replicas sharing the database, this one included",
+            replicas_live.clone(),
+        );
+        let replicas_differing = Gauge::default();
+        registry.register(
+            "replicas_differing",
+            "Live replicas whose watch set differs from the one most run",
+            replicas_differing.clone(),
+        );
+        let notices = Family::<NoticeLabels, Counter>::default();
+        registry.register(
+            "replica_notices",
+            "Notices heard from other replicas (LISTEN/NOTIFY), by kind",
+            notices.clone(),
+        );
         let clip_requests = Family::<ClipLabels, Counter>::default();
         registry.register(
             "clip_requests",
@@ -151,6 +191,10 @@ impl Metrics {
             alerts_sent,
             alerts_failed,
             checks_rerun,
+            notices,
+            watch_set_mismatch,
+            replicas_live,
+            replicas_differing,
             clip_requests,
             watches,
             outbox_pending,

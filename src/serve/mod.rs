@@ -36,6 +36,7 @@ mod openapi;
 mod routes;
 mod status;
 
+use crate::store::replica::ReplicaSummary;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,6 +81,8 @@ pub struct Server {
     tokens: auth::Tokens,
     /// Set once the first poll of the store succeeded.
     ready: AtomicBool,
+    /// What the daemon last learned of the other replicas (PostgreSQL).
+    replicas: RwLock<Option<ReplicaSummary>>,
 }
 
 impl Server {
@@ -113,6 +116,7 @@ impl Server {
             check_now,
             base,
             ready: AtomicBool::new(false),
+            replicas: RwLock::new(None),
         })
     }
 
@@ -125,6 +129,20 @@ impl Server {
     pub fn set_watches(&self, watches: Vec<Arc<Watch>>) {
         *self.watches.write().unwrap_or_else(|p| p.into_inner()) =
             Arc::new(watches.into_iter().map(|w| (w.id.clone(), w)).collect());
+    }
+
+    /// Sets what the daemon learned of the other replicas.
+    pub fn set_replicas(&self, summary: ReplicaSummary) {
+        *self.replicas.write().unwrap_or_else(|p| p.into_inner()) = Some(summary);
+    }
+
+    /// What the daemon last learned of the other replicas, if it shares
+    /// its database with any.
+    pub fn replicas(&self) -> Option<ReplicaSummary> {
+        self.replicas
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The public base URL, without a trailing slash.

@@ -8,6 +8,7 @@
 //! Everything that comes from data is escaped (by `maud`) except
 //! [`ClipView::html`], which was sanitized upstream and is inserted as is.
 
+use crate::store::replica::ReplicaSummary;
 use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -104,7 +105,7 @@ li.change.current{border-color:var(--link);box-shadow:0 0 0 1px var(--link)}
 // ---------------------------------------------------------------- pages
 
 /// The overview page of all watches.
-pub fn overview(rows: &[WatchRow], now: SystemTime) -> String {
+pub fn overview(rows: &[WatchRow], replicas: Option<&ReplicaSummary>, now: SystemTime) -> String {
     let failing = rows.iter().filter(|r| r.health == Health::Failing).count();
     let alarms: usize = rows.iter().map(|r| r.alarms).sum();
     let body = html! {
@@ -113,6 +114,9 @@ pub fn overview(rows: &[WatchRow], now: SystemTime) -> String {
             (plural(rows.len(), "watch", "watches")) ", "
             (failing) " failing, "
             (plural(alarms, "threshold", "thresholds")) " in alarm"
+        }
+        @if let Some(r) = replicas.filter(|r| r.live > 1 || r.this_differs) {
+            (replica_line(r))
         }
         @if rows.is_empty() {
             p.empty { "No watches yet. Add a watch file and semclip will show it here." }
@@ -278,6 +282,32 @@ pub(super) fn layout(title: &str, refresh: bool, feed: Option<&str>, body: Marku
 }
 
 /// One row of the overview table.
+/// The replicas sharing the database, and which run a watch set that
+/// differs from the one most of them run.
+fn replica_line(r: &ReplicaSummary) -> Markup {
+    html! {
+        p.replicas #replicas {
+            (plural(r.live, "replica", "replicas")) " live"
+            @if r.differing.is_empty() {
+                ", all running the same watch set."
+            } @else {
+                "; running a different watch set from the others: "
+                (r.differing.join(",")) "."
+            }
+            @if r.this_differs {
+                " " strong.err {
+                    "This replica's watch set differs from the others'"
+                }
+                @if !r.withheld.is_empty() {
+                    ": it leaves " (plural(r.withheld.len(), "watch", "watches"))
+                    " defined differently there to them (" (r.withheld.join(", ")) ")"
+                }
+                "."
+            }
+        }
+    }
+}
+
 fn overview_row(row: &WatchRow, now: SystemTime) -> Markup {
     html! {
         tr data-watch=(row.id) {
@@ -845,7 +875,7 @@ mod tests {
         failing.thresholds = 2;
         failing.last_change = None;
         let rows = [row("a", Health::Ok), failing, row("c", Health::Pending)];
-        let html = overview(&rows, now());
+        let html = overview(&rows, None, now());
         assert_document(&html);
         assert!(html.contains("<meta http-equiv=\"refresh\" content=\"30\">"));
         assert!(html.contains("<h1>semclip status</h1>"));
@@ -891,7 +921,7 @@ mod tests {
 
     #[test]
     fn overview_empty() {
-        let html = overview(&[], now());
+        let html = overview(&[], None, now());
         assert_document(&html);
         assert!(html.contains("0 watches, 0 failing, 0 thresholds in alarm"));
         assert!(html.contains("No watches yet"));
@@ -899,11 +929,38 @@ mod tests {
     }
 
     #[test]
+    fn overview_shows_the_replicas_and_whose_watch_set_differs() {
+        let alone = ReplicaSummary {
+            live: 1,
+            ..ReplicaSummary::default()
+        };
+        assert!(!overview(&[], Some(&alone), now()).contains("id=\"replicas\""));
+        let same = ReplicaSummary {
+            live: 2,
+            ..ReplicaSummary::default()
+        };
+        let html = overview(&[], Some(&same), now());
+        assert_document(&html);
+        assert!(html.contains("2 replicas live, all running the same watch set."));
+        let stale = ReplicaSummary {
+            live: 3,
+            differing: vec!["host-c/7/0000beef".to_owned()],
+            this_differs: true,
+            withheld: vec!["prices".to_owned()],
+        };
+        let html = overview(&[], Some(&stale), now());
+        assert_document(&html);
+        assert!(html.contains("running a different watch set from the others: host-c/7/0000beef."));
+        assert!(html.contains("watch set differs from the others"), "{html}");
+        assert!(html.contains("it leaves 1 watch defined differently there to them (prices)"));
+    }
+
+    #[test]
     fn overview_truncates_long_errors_and_keeps_the_full_text_in_title() {
         let mut r = row("a", Health::Failing);
         let long = "x".repeat(150) + &"é".repeat(150);
         r.last_error = Some(long.clone());
-        let html = overview(&[r], now());
+        let html = overview(&[r], None, now());
         let shown = format!("{}{}…</span>", "x".repeat(150), "é".repeat(50));
         assert!(html.contains(&format!("title=\"{long}\">{shown}")));
     }
@@ -918,7 +975,7 @@ mod tests {
         assert!(html.contains("javascript:alert(1)"));
         assert!(!html.contains("href=\"javascript"));
         r.url = "HTTP://EXAMPLE.ORG/".to_owned();
-        assert!(overview(&[r], now()).contains("href=\"HTTP://EXAMPLE.ORG/\""));
+        assert!(overview(&[r], None, now()).contains("href=\"HTTP://EXAMPLE.ORG/\""));
         assert_eq!(seg(".."), "%2E%2E");
         assert_eq!(seg("a.b-c_d~e"), "a.b-c_d~e");
         assert_eq!(seg("ü"), "%C3%BC");
@@ -1208,7 +1265,7 @@ mod tests {
             rfc3339(UNIX_EPOCH - Duration::from_millis(500)).unwrap(),
             "1969-12-31T23:59:59Z"
         );
-        let html = overview(&[row("a", Health::Ok)], now());
+        let html = overview(&[row("a", Health::Ok)], None, now());
         assert!(html.contains("Rendered <time datetime=\"2023-11-14T22:13:20Z\""));
     }
 

@@ -49,7 +49,12 @@ pub async fn overview(
         .iter()
         .map(|id| row(&server, &g, id))
         .collect();
-    Ok(html(super::pages::overview(&rows, SystemTime::now())))
+    let replicas = server.replicas();
+    Ok(html(super::pages::overview(
+        &rows,
+        replicas.as_ref(),
+        SystemTime::now(),
+    )))
 }
 
 fn html_error(mut e: Error) -> Error {

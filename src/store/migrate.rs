@@ -174,10 +174,10 @@ pub(crate) const TABLES: &[Table] = {
 };
 
 /// PostgreSQL's tables that are not copied: the replicas' coordination
-/// (leases on runs, each host's next request start; see
-/// [`super::claim`]). SQLite has no counterpart, and a fresh database
+/// (leases on runs, each host's next request start, see
+/// [`super::claim`]; the live replicas, see [`super::replica`]). SQLite has no counterpart, and a fresh database
 /// starts with none held.
-pub const NOT_COPIED: &[&str] = &["watch_claim", "host_turn"];
+pub const NOT_COPIED: &[&str] = &["watch_claim", "host_turn", "replica"];
 
 /// Rows read from the source at a time (snapshot blobs are the large ones).
 const PAGE_ROWS: i64 = 256;

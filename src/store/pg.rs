@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -192,6 +192,18 @@ const MIGRATIONS: &[&str] = &[
         updated_at   BIGINT NOT NULL,
         logged_in_at BIGINT
     );",
+    // 4: the replicas alive and the watch set each runs (see
+    // `super::replica`): its id, the set's hash, how many watches, each
+    // watch's definition hash (JSON, id to hash), when it published the
+    // set and its last heartbeat (Unix ms).
+    "CREATE TABLE replica (
+        id          TEXT PRIMARY KEY,
+        watch_set   TEXT NOT NULL,
+        watches     BIGINT NOT NULL,
+        definitions TEXT NOT NULL,
+        published   BIGINT NOT NULL,
+        heartbeat   BIGINT NOT NULL
+    );",
 ];
 
 // Each migration raises the version by one.
@@ -225,7 +237,7 @@ impl std::fmt::Debug for PgConn {
 }
 
 /// The TLS configuration: the system's trust store, through rustls.
-fn tls_config() -> Result<rustls::ClientConfig, std::io::Error> {
+pub(crate) fn tls_config() -> Result<rustls::ClientConfig, std::io::Error> {
     use rustls_platform_verifier::ConfigVerifierExt as _;
     rustls::ClientConfig::with_platform_verifier().map_err(std::io::Error::other)
 }

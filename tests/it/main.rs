@@ -35,6 +35,7 @@ mod props;
 mod records;
 mod refresh;
 mod region;
+mod replica_news;
 mod replicas;
 mod rtdm;
 mod serve;
