@@ -26,6 +26,8 @@
 //! inserted above the list would otherwise change every node and the
 //! content hash. `semclip extract --format json` carries them.
 
+use std::sync::Arc;
+
 use super::{Article, Record, Records, Region};
 use crate::hierarchy::number::{DecimalStyle, parse_number};
 use crate::hierarchy::table::make_unique;
@@ -89,7 +91,7 @@ fn table(role: &str, records: &[Record], style: DecimalStyle) -> HNode {
         row.key = Some(key).filter(|k| !k.is_empty());
         for f in record.fields.iter().skip(1) {
             let mut c = HNode::new(Kind::Cell);
-            c.col = Some(f.name.clone()).filter(|n| !n.is_empty());
+            c.col = Some(Arc::<str>::from(f.name.as_str())).filter(|n| !n.is_empty());
             if let Some(h) = &f.href {
                 c.attrs.push(("href", h.clone()));
             }

@@ -39,12 +39,15 @@ pub mod text;
 pub mod write;
 
 use std::collections::HashSet;
+use std::sync::Arc;
+
+use html5ever::{LocalName, local_name};
 
 pub use classes::{TAG_CLASSES, TagClass, class_of, role_class};
 
 use crate::hierarchy::number::{DecimalStyle, decimal_style_for_lang, parse_number};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
-use crate::page::dom::{DOCUMENT, Dom, NodeData, NodeId};
+use crate::page::dom::{DOCUMENT, Dom, Element, NodeData, NodeId};
 use text::{InlineText, normalize, normalize_pre, word_count};
 
 /// Longest run of text (in words) that labels the structure after it.
@@ -178,8 +181,9 @@ pub struct HNode {
     pub label: Option<String>,
     /// A row's key (first-column text, made unique).
     pub key: Option<String>,
-    /// A cell's column header.
-    pub col: Option<String>,
+    /// A cell's column header, shared by the column's cells (one string,
+    /// not one copy per row).
+    pub col: Option<Arc<str>>,
     /// Leaf text (present exactly when the node holds no children).
     pub text: Option<String>,
     /// The leaf text read as a number in the page's locale.
@@ -400,18 +404,20 @@ fn finish(
 /// Nodes and text bytes (labels, keys, column headers, texts, numbers and
 /// attributes) of `nodes` and their subtrees.
 pub(crate) fn weigh(nodes: &[HNode]) -> (u64, u64) {
+    // Recursive: a hierarchy is at most `MAX_DEPTH` deep (deeper markup is
+    // read as text), and most calls weigh one cell's leaf.
     let mut count = 0u64;
     let mut bytes = 0u64;
-    let mut stack: Vec<&HNode> = nodes.iter().collect();
-    while let Some(n) = stack.pop() {
-        count += 1;
-        let own = [&n.label, &n.key, &n.col, &n.text, &n.num]
+    for n in nodes {
+        let own = [&n.label, &n.key, &n.text, &n.num]
             .iter()
             .map(|s| s.as_ref().map_or(0, String::len))
             .sum::<usize>()
+            + n.col.as_ref().map_or(0, |c| c.len())
             + n.attrs.iter().map(|(_, v)| v.len()).sum::<usize>();
-        bytes += own as u64;
-        stack.extend(&n.children);
+        let (below, below_bytes) = weigh(&n.children);
+        count += 1 + below;
+        bytes += own as u64 + below_bytes;
     }
     (count, bytes)
 }
@@ -545,12 +551,17 @@ struct Collector {
 
 impl Collector {
     fn flush(&mut self) {
-        let link = self.link.take();
-        let len = self.inline.len();
-        if let Some(t) = self.inline.take() {
-            let href = link.filter(|(_, end)| *end == len).map(|(h, _)| h);
+        if let Some((t, href)) = self.take_run() {
             self.items.push(Item::Text(t, href));
         }
+    }
+
+    /// The run of text so far, if any, and the link that makes it up whole.
+    fn take_run(&mut self) -> Option<(String, Option<String>)> {
+        let link = self.link.take();
+        let len = self.inline.len();
+        let t = self.inline.take()?;
+        Some((t, link.filter(|(_, end)| *end == len).map(|(h, _)| h)))
     }
 
     fn push(&mut self, item: Item) {
@@ -596,30 +607,40 @@ impl<'a> Builder<'a> {
     /// Classes of every node, computed once (elements are classified many
     /// times: while collecting, gathering table rows, checking layout).
     fn classify_all(dom: &Dom) -> Vec<TagClass> {
+        let mut names = NameClasses::default();
         (0..dom.len())
-            .map(|id| Self::compute_class(dom, id))
+            .map(|id| Self::compute_class(dom, id, &mut names))
             .collect()
     }
 
-    fn compute_class(dom: &Dom, id: NodeId) -> TagClass {
+    fn compute_class(dom: &Dom, id: NodeId, names: &mut NameClasses) -> TagClass {
         let Some(e) = dom.element(id) else {
             return TagClass::Drop;
         };
         if !e.is_html() {
             return TagClass::Drop;
         }
-        if e.attr("hidden").is_some()
-            || e.attr("aria-hidden")
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-        {
-            return TagClass::Drop;
+        // One pass over the attributes, compared as atoms.
+        let (mut role, mut aria_level) = (None, None);
+        for (name, value) in &e.attrs {
+            match *name {
+                local_name!("hidden") => return TagClass::Drop,
+                local_name!("aria-hidden") if value.trim().eq_ignore_ascii_case("true") => {
+                    return TagClass::Drop;
+                }
+                local_name!("role") if role.is_none() => role = Some(value.as_str()),
+                local_name!("aria-level") if aria_level.is_none() => {
+                    aria_level = Some(value.as_str());
+                }
+                _ => {}
+            }
         }
-        let base = class_of(&e.name);
+        let base = names.class_of(&e.name);
         if base == TagClass::Drop {
             return base;
         }
-        if let Some(role) = e.attr("role")
-            && let Some(c) = role_class(role, e.attr("aria-level"))
+        if let Some(role) = role
+            && let Some(c) = role_class(role, aria_level)
         {
             return c;
         }
@@ -699,33 +720,12 @@ impl<'a> Builder<'a> {
     fn element(&mut self, id: NodeId, c: &mut Collector) {
         match self.class(id) {
             TagClass::Drop => {
-                // `aria-hidden` content is not data, but a block that is
-                // still displayed still separates the text around it.
-                if self.dom.element(id).is_some_and(|e| {
-                    e.attr("hidden").is_none()
-                        && e.is_html()
-                        && !matches!(
-                            class_of(&e.name),
-                            TagClass::Inline
-                                | TagClass::Image
-                                | TagClass::Break
-                                | TagClass::Invisible
-                                | TagClass::Drop
-                        )
-                }) {
+                if self.dom.element(id).is_some_and(separates) {
                     c.flush();
                 }
             }
             TagClass::Inline => {
-                // A text that is nothing but one link keeps the link's
-                // target as data (`href`): a changed target is a change.
-                let href = self
-                    .dom
-                    .element(id)
-                    .filter(|e| &*e.name == "a" && c.inline.is_empty())
-                    .and_then(|e| e.attr("href"))
-                    .map(|h| h.trim().to_owned())
-                    .filter(|h| !h.is_empty());
+                let href = self.dom.element(id).and_then(|e| whole_link(e, c));
                 self.collect(id, c);
                 if let Some(h) = href {
                     c.link = Some((h, c.inline.len()));
@@ -734,10 +734,8 @@ impl<'a> Builder<'a> {
             TagClass::Break => c.inline.push_space(),
             TagClass::Invisible => {}
             TagClass::Image => {
-                if let Some(alt) = self.dom.element(id).and_then(|e| e.attr("alt")) {
-                    c.inline.push_space();
-                    c.inline.push_str(alt);
-                    c.inline.push_space();
+                if let Some(e) = self.dom.element(id) {
+                    push_alt(e, c);
                 }
             }
             TagClass::Boundary | TagClass::TablePart => {
@@ -818,6 +816,65 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+    }
+
+    /// The content of an element that holds nothing but inline text
+    /// (text, inline elements, line breaks, images' `alt`, dropped
+    /// content): its one run of text and the link that makes it up whole,
+    /// gathered without the collector's items and their assembly (most
+    /// table cells). `Some(None)` when it is empty; `None` when anything
+    /// else is inside, for [`content`](Self::content) to build. On the
+    /// elements it accepts, the result is what `content` builds.
+    fn inline_only(&mut self, id: NodeId) -> Option<Option<(String, Option<String>)>> {
+        let mut c = Collector::default();
+        if !self.inline_run(id, &mut c) {
+            return None;
+        }
+        Some(c.take_run())
+    }
+
+    /// Walks the children of `id` into `c.inline`; `false` as soon as one
+    /// is not inline text (or the page is over its budget).
+    fn inline_run(&mut self, id: NodeId, c: &mut Collector) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        self.depth += 1;
+        let dom = self.dom;
+        let mut inline = true;
+        for child in dom.children(id) {
+            if !self.budget.tick() {
+                inline = false;
+                break;
+            }
+            let e = match &dom.node(child).data {
+                NodeData::Text(t) => {
+                    c.inline.push_str(t);
+                    continue;
+                }
+                NodeData::Element(e) => e,
+                _ => continue,
+            };
+            match self.class(child) {
+                TagClass::Drop => inline = !separates(e),
+                TagClass::Inline => {
+                    let href = whole_link(e, c);
+                    inline = self.inline_run(child, c);
+                    if let Some(h) = href {
+                        c.link = Some((h, c.inline.len()));
+                    }
+                }
+                TagClass::Break => c.inline.push_space(),
+                TagClass::Invisible => {}
+                TagClass::Image => push_alt(e, c),
+                _ => inline = false,
+            }
+            if !inline {
+                break;
+            }
+        }
+        self.depth -= 1;
+        inline
     }
 
     /// The built content of a type 1 element: its items, assembled.
@@ -1015,11 +1072,7 @@ impl<'a> Builder<'a> {
                 }
                 Item::Text(t, href) => {
                     lead_in = word_count(&t) <= LEAD_IN_MAX_WORDS;
-                    let mut n = leaf(Kind::Text, t, self.style);
-                    if let Some(h) = href {
-                        n.attrs.push(("href", h));
-                    }
-                    target(&mut stack, &mut out).push(n);
+                    target(&mut stack, &mut out).push(text_leaf(t, href, self.style));
                 }
                 Item::Block(node, structure) => {
                     let tgt = target(&mut stack, &mut out);
@@ -1044,6 +1097,72 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// [`class_of`] remembered by element name: a page uses a few dozen tag
+/// names over thousands of elements, and an atom compares as one integer
+/// where the class table is searched by string.
+struct NameClasses {
+    /// Direct-mapped by the atom's hash; a collision only costs a search.
+    slots: [Option<(LocalName, TagClass)>; 64],
+}
+
+impl Default for NameClasses {
+    fn default() -> Self {
+        NameClasses {
+            slots: std::array::from_fn(|_| None),
+        }
+    }
+}
+
+impl NameClasses {
+    fn class_of(&mut self, name: &LocalName) -> TagClass {
+        let slot = &mut self.slots[(name.get_hash() % 64) as usize];
+        match slot {
+            Some((n, class)) if n == name => *class,
+            _ => {
+                let class = class_of(name);
+                *slot = Some((name.clone(), class));
+                class
+            }
+        }
+    }
+}
+
+/// Whether dropped element `e` still ends a run of text: `aria-hidden`
+/// content is not data, but a block that is still displayed still
+/// separates the text around it.
+fn separates(e: &Element) -> bool {
+    e.attr("hidden").is_none()
+        && e.is_html()
+        && !matches!(
+            class_of(&e.name),
+            TagClass::Inline
+                | TagClass::Image
+                | TagClass::Break
+                | TagClass::Invisible
+                | TagClass::Drop
+        )
+}
+
+/// The target of inline element `e` when it is a link starting a run of
+/// text: a text that is nothing but one link keeps the link's target as
+/// data (`href`), so a changed target is a change.
+fn whole_link(e: &Element, c: &Collector) -> Option<String> {
+    if &*e.name != "a" || !c.inline.is_empty() {
+        return None;
+    }
+    let h = e.attr("href")?.trim();
+    (!h.is_empty()).then(|| h.to_owned())
+}
+
+/// An image's `alt` text, as a word of the run.
+fn push_alt(e: &Element, c: &mut Collector) {
+    if let Some(alt) = e.attr("alt") {
+        c.inline.push_space();
+        c.inline.push_str(alt);
+        c.inline.push_space();
+    }
+}
+
 /// Where new nodes go: the innermost open section, or the container.
 fn target<'a>(stack: &'a mut [(u8, HNode)], out: &'a mut Vec<HNode>) -> &'a mut Vec<HNode> {
     match stack.last_mut() {
@@ -1059,6 +1178,15 @@ fn leaf(kind: Kind, text: String, style: DecimalStyle) -> HNode {
         n.num = parse_number(&text, style);
     }
     n.text = Some(text);
+    n
+}
+
+/// The text leaf of a run of text, with the link that makes it up whole.
+fn text_leaf(text: String, href: Option<String>, style: DecimalStyle) -> HNode {
+    let mut n = leaf(Kind::Text, text, style);
+    if let Some(h) = href {
+        n.attrs.push(("href", h));
+    }
     n
 }
 
@@ -1267,22 +1395,37 @@ fn all_sibling_counts(children: &[HNode]) -> Vec<SiblingCounts> {
 }
 
 /// Charges to `budget` the bytes [`assign_ids_within`] would write, without
-/// writing them: each id is its parent's plus one step, so only one step
-/// at a time is formatted (into `step`, reused), to the same byte.
+/// writing them: each id is its parent's plus one step, whose bytes are
+/// counted, not written. Counting siblings for the exact ordinals would
+/// cost more than the rest of the charge, so each step is counted as if
+/// its ordinal were its sibling list's length: an upper bound, exact for
+/// a node no sibling shares a kind and key with, at most a few bytes over
+/// for the others (a bound against pages whose ids would take gigabytes
+/// needs no more).
 pub fn charge_ids_within(h: &Hierarchy, budget: &Budget) {
-    fn charge(parent: usize, children: &[HNode], step: &mut String, budget: &Budget) -> bool {
-        let counts = all_sibling_counts(children);
-        for (c, &(total, ordinal, position)) in children.iter().zip(&counts) {
-            step.clear();
-            push_step(step, c, total, ordinal, position);
-            let len = parent + step.len();
-            if !budget.ids(len as u64) || !charge(len, &c.children, step, budget) {
+    fn charge(parent: usize, children: &[HNode], budget: &Budget) -> bool {
+        let n = children.len();
+        for c in children {
+            let mut step = ByteCount(0);
+            push_step(&mut step, c, n, n - 1, n - 1);
+            let len = parent + step.0;
+            if !budget.ids(len as u64) || !charge(len, &c.children, budget) {
                 return false;
             }
         }
         true
     }
-    charge("/page".len(), &h.children, &mut String::new(), budget);
+    charge("/page".len(), &h.children, budget);
+}
+
+/// A writer that only counts the bytes written to it.
+struct ByteCount(usize);
+
+impl std::fmt::Write for ByteCount {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
 }
 
 fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
@@ -1305,25 +1448,32 @@ fn assign_children(parent: &str, children: &mut [HNode], budget: &Budget) {
 /// predicate. `total` is how many siblings `c`'s id predicate selects,
 /// `ordinal` its 0-based ordinal among them, `position` its 0-based
 /// position among same-kind siblings.
-fn push_step(id: &mut String, c: &HNode, total: usize, ordinal: usize, position: usize) {
-    use std::fmt::Write as _;
-    id.push('/');
-    id.push_str(c.kind.name());
+fn push_step(
+    id: &mut impl std::fmt::Write,
+    c: &HNode,
+    total: usize,
+    ordinal: usize,
+    position: usize,
+) {
+    // Writing to a `String` or a byte count cannot fail.
+    for part in ["/", c.kind.name()] {
+        let _ = id.write_str(part);
+    }
     match c.ident() {
         Some((attr, v)) => {
             let (quoted, cut) = id_value(v);
             if cut {
-                id.push_str("[starts-with(@");
-                id.push_str(attr);
-                id.push_str(", ");
+                for part in ["[starts-with(@", attr, ", "] {
+                    let _ = id.write_str(part);
+                }
                 push_xpath_literal(id, quoted);
-                id.push_str(")]");
+                let _ = id.write_str(")]");
             } else {
-                id.push_str("[@");
-                id.push_str(attr);
-                id.push('=');
+                for part in ["[@", attr, "="] {
+                    let _ = id.write_str(part);
+                }
                 push_xpath_literal(id, v);
-                id.push(']');
+                let _ = id.write_char(']');
             }
             if total > 1 {
                 let _ = write!(id, "[{}]", ordinal + 1);
@@ -1437,26 +1587,27 @@ pub fn xpath_literal(s: &str) -> String {
     out
 }
 
-fn push_xpath_literal(out: &mut String, s: &str) {
+fn push_xpath_literal(out: &mut impl std::fmt::Write, s: &str) {
+    // Writing to a `String` or a byte count cannot fail.
     if !s.contains('\'') {
-        out.push('\'');
-        out.push_str(s);
-        out.push('\'');
+        for part in ["'", s, "'"] {
+            let _ = out.write_str(part);
+        }
     } else if !s.contains('"') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        for part in ["\"", s, "\""] {
+            let _ = out.write_str(part);
+        }
     } else {
-        out.push_str("concat(");
+        let _ = out.write_str("concat(");
         for (i, part) in s.split('\'').enumerate() {
             if i > 0 {
-                out.push_str(", \"'\", ");
+                let _ = out.write_str(", \"'\", ");
             }
-            out.push('\'');
-            out.push_str(part);
-            out.push('\'');
+            for piece in ["'", part, "'"] {
+                let _ = out.write_str(piece);
+            }
         }
-        out.push(')');
+        let _ = out.write_char(')');
     }
 }
 
@@ -1545,8 +1696,10 @@ mod tests {
         assert!(assert_ids_at(&h) > 100);
         assert_eq!(id_at(&h, &[usize::MAX]), None);
 
-        // Built without ids, the same bytes are charged, none written; the
-        // ids assigned afterwards are the ones built with them.
+        // Built without ids, at least the same bytes are charged (a few
+        // more where siblings share a key: an ordinal is counted as the
+        // list's length), none written; the ids assigned afterwards are the
+        // ones built with them.
         let dom = Dom::parse(&html);
         let (a, b) = (
             Budget::new(PageLimits::unlimited()),
@@ -1555,21 +1708,36 @@ mod tests {
         let with = build_within(&dom, None, &a);
         let mut without = build_within_without_ids(&dom, None, &b);
         assert!(with.has_ids() && !without.has_ids());
-        assert!(a.costs().id_bytes > 10_000);
-        assert_eq!(a.costs().id_bytes, b.costs().id_bytes);
+        let (written, charged) = (a.costs().id_bytes, b.costs().id_bytes);
+        assert!(written > 10_000);
+        // Every step is at most `[n]` (n < 1000 here) longer, and a node's
+        // id holds the steps of its ancestors and its own.
+        fn steps(nodes: &[HNode], depth: u64) -> u64 {
+            nodes
+                .iter()
+                .map(|n| depth + steps(&n.children, depth + 1))
+                .sum()
+        }
+        let slack = 5 * steps(&h.children, 1);
+        assert!(
+            charged >= written && charged <= written + slack,
+            "{written} {charged}"
+        );
         assign_ids(&mut without);
         assert_eq!(with, without);
-        // And a limit on them fails the build the same way.
+        // And a limit on them fails either build before ids take more.
         let tight = |id_bytes| PageLimits {
             id_bytes,
             ..PageLimits::unlimited()
         };
-        let limit = a.costs().id_bytes - 1;
-        let (a, b) = (Budget::new(tight(limit)), Budget::new(tight(limit)));
+        let (a, b) = (
+            Budget::new(tight(written - 1)),
+            Budget::new(tight(written - 1)),
+        );
         build_within(&dom, None, &a);
         build_within_without_ids(&dom, None, &b);
         assert!(a.check().is_err() && b.check().is_err());
-        let (a, b) = (Budget::new(tight(limit + 1)), Budget::new(tight(limit + 1)));
+        let (a, b) = (Budget::new(tight(charged)), Budget::new(tight(charged)));
         build_within(&dom, None, &a);
         build_within_without_ids(&dom, None, &b);
         assert!(a.check().is_ok() && b.check().is_ok());

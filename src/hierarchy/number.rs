@@ -139,6 +139,40 @@ const UNITS: &[&str] = &[
 /// is taken as decimal only if it is `style`'s decimal separator. A leading
 /// separator is decimal (`.5` is `0.5`); a trailing one is rejected (`5.`).
 pub fn parse_number(text: &str, style: DecimalStyle) -> Option<String> {
+    if let Some(n) = simple_decimal(text, style) {
+        return Some(n);
+    }
+    parse_number_general(text, style)
+}
+
+/// The most common numbers in a table, read in one pass: ASCII digits,
+/// or digits, one point and digits, where the point can only be the
+/// decimal one (`12.5`, `0.250`, `1141.29`; `1.234` only where the point
+/// is the decimal separator). `None` for anything else, which the general
+/// reading handles; where this answers, it answers the same.
+fn simple_decimal(text: &str, style: DecimalStyle) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut point = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'0'..=b'9' => {}
+            b'.' if point.is_none() => point = Some(i),
+            _ => return None,
+        }
+    }
+    let Some(at) = point else {
+        return (!bytes.is_empty()).then(|| canonical(false, text, ""));
+    };
+    let (int, frac) = (&text[..at], &text[at + 1..]);
+    let could_group = frac.len() == 3 && int.len() <= 3 && !int.starts_with('0');
+    if int.is_empty() || frac.is_empty() || (could_group && style != DecimalStyle::Point) {
+        return None;
+    }
+    Some(canonical(false, int, frac))
+}
+
+/// [`parse_number`] without its fast path.
+fn parse_number_general(text: &str, style: DecimalStyle) -> Option<String> {
     // Fast paths: most texts on a page are words (no digit) or plain
     // numbers (nothing to strip); only the rest needs the unit search.
     let first = text.bytes().position(|b| b.is_ascii_digit())?;
@@ -358,6 +392,37 @@ fn canonical(negative: bool, int: &str, frac: &str) -> String {
 mod tests {
     use super::DecimalStyle::{Comma, Point};
     use super::*;
+
+    #[test]
+    fn the_fast_path_reads_as_the_general_one() {
+        let mut texts: Vec<String> = [
+            "", ".", "..", "0", "00", "007", "1.", ".5", "1..2", "1.2.3", "0.0", "00.500", "1.234",
+            "12.345", "123.456", "1234.567", "0.123", "01.234", "1.23", "1.2345", "1141.29", "12",
+            "1 234", "1,234", "1.234,5", "-1.5", "+2", "١٢",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        for int in ["", "0", "7", "10", "999", "1000", "0123"] {
+            for frac in ["", "0", "5", "50", "500", "123", "1234"] {
+                texts.push(format!("{int}.{frac}"));
+                texts.push(format!("{int}{frac}"));
+            }
+        }
+        for text in &texts {
+            for style in [Point, Comma] {
+                if let Some(fast) = simple_decimal(text, style) {
+                    assert_eq!(
+                        Some(fast),
+                        parse_number_general(text, style),
+                        "{text:?} in {style:?}"
+                    );
+                }
+            }
+        }
+        assert!(simple_decimal("1.234", Point).is_some());
+        assert!(simple_decimal("1.234", Comma).is_none());
+    }
 
     /// Asserts `text` reads as `want` in both styles.
     fn both(text: &str, want: Option<&str>) {

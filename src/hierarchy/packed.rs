@@ -33,7 +33,9 @@
 //!   reading.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
+use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::{ATTRIBUTES, HNode, Hierarchy, Kind, MAX_TREE_DEPTH, assign_ids};
@@ -97,58 +99,168 @@ struct Node<'a> {
     children: u32,
 }
 
-fn borrowed(s: &Option<String>) -> Option<Cow<'_, str>> {
-    s.as_deref().map(Cow::Borrowed)
-}
-
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn flatten<'h>(nodes: &'h [HNode], out: &mut Vec<Node<'h>>) {
-    for n in nodes {
-        out.push(Node {
-            kind: n.kind as u8,
-            label: borrowed(&n.label),
-            key: borrowed(&n.key),
-            col: borrowed(&n.col),
-            text: borrowed(&n.text),
-            num: borrowed(&n.num),
-            attrs: n
-                .attrs
-                .iter()
-                .map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(v.as_str())))
-                .collect(),
-            children: count(n.children.len()),
-        });
-        flatten(&n.children, out);
+/// The writing side of [`Page`]: the same fields in the same order, so the
+/// same bytes, with the nodes serialised straight from the tree rather
+/// than gathered into a list of [`Node`]s first.
+struct PageOut<'h> {
+    h: &'h Hierarchy,
+    url: Url,
+}
+
+impl Serialize for PageOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let h = self.h;
+        let mut page = s.serialize_struct("Page", 5)?;
+        page.serialize_field("title", &h.title)?;
+        page.serialize_field("url", &h.url.as_ref().filter(|_| self.url == Url::Keep))?;
+        page.serialize_field("lang", &h.lang)?;
+        page.serialize_field("nodes", &NodesOut(&h.children))?;
+        page.serialize_field("top", &count(h.children.len()))?;
+        page.end()
+    }
+}
+
+/// Nodes and everything below them, in document order.
+struct NodesOut<'h>(&'h [HNode]);
+
+impl Serialize for NodesOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        fn walk<S: SerializeSeq>(nodes: &[HNode], seq: &mut S) -> Result<(), S::Error> {
+            for n in nodes {
+                seq.serialize_element(&NodeOut(n))?;
+                walk(&n.children, seq)?;
+            }
+            Ok(())
+        }
+        let total = self.0.iter().map(HNode::size).sum();
+        let mut seq = s.serialize_seq(Some(total))?;
+        walk(self.0, &mut seq)?;
+        seq.end()
+    }
+}
+
+/// The writing side of [`Node`] for one node.
+struct NodeOut<'h>(&'h HNode);
+
+impl Serialize for NodeOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0;
+        let mut node = s.serialize_struct("Node", 8)?;
+        node.serialize_field("kind", &(n.kind as u8))?;
+        node.serialize_field("label", &n.label)?;
+        node.serialize_field("key", &n.key)?;
+        node.serialize_field("col", &n.col.as_deref())?;
+        node.serialize_field("text", &n.text)?;
+        node.serialize_field("num", &n.num)?;
+        node.serialize_field("attrs", &n.attrs)?;
+        node.serialize_field("children", &count(n.children.len()))?;
+        node.end()
     }
 }
 
 /// `h` in its compact form.
 pub fn pack(h: &Hierarchy, url: Url) -> Vec<u8> {
-    let mut nodes = Vec::with_capacity(h.size());
-    flatten(&h.children, &mut nodes);
-    let page = Page {
-        title: borrowed(&h.title),
-        url: borrowed(&h.url).filter(|_| url == Url::Keep),
-        lang: borrowed(&h.lang),
-        nodes,
-        top: count(h.children.len()),
-    };
-    let out = FORMAT.to_vec();
-    // Serialising owned data into a Vec cannot fail: every type above has a
-    // plain serde form.
-    match postcard::to_extend(&page, out) {
+    // Serialising into a Vec cannot fail: every type above has a plain
+    // serde form.
+    match postcard::to_extend(&PageOut { h, url }, FORMAT.to_vec()) {
         Ok(bytes) => bytes,
         Err(error) => unreachable!("postcard cannot fail on a Vec: {error}"),
     }
 }
 
 /// The canonical content hash of `h` (blake3 of its packed form without
-/// the URL, hex): what tells a changed page from an unchanged one.
+/// the URL, hex): what tells a changed page from an unchanged one. The
+/// packed bytes are hashed as they are written, never held whole.
 pub fn content_hash(h: &Hierarchy) -> String {
-    blake3::hash(&pack(h, Url::Drop)).to_hex().to_string()
+    let mut hashing = Hashing {
+        hasher: blake3::Hasher::new(),
+        buf: [0; Hashing::BUF],
+        len: 0,
+    };
+    hashing.hasher.update(FORMAT);
+    let page = PageOut { h, url: Url::Drop };
+    match postcard::serialize_with_flavor(&page, hashing) {
+        Ok(hash) => hash,
+        Err(error) => unreachable!("postcard cannot fail on a hasher: {error}"),
+    }
+}
+
+/// [`pack`] with the URL kept (what the store keeps) and the
+/// [`content_hash`] of the same hierarchy, from one serialisation: the hash
+/// is taken over the packed bytes with the URL's field read as absent.
+pub fn pack_and_hash(h: &Hierarchy) -> (Vec<u8>, String) {
+    /// Bytes postcard writes for an optional string.
+    fn field_len(s: &Option<String>) -> usize {
+        s.as_ref().map_or(1, |s| {
+            let mut varint = 1;
+            let mut n = s.len() >> 7;
+            while n > 0 {
+                varint += 1;
+                n >>= 7;
+            }
+            1 + varint + s.len()
+        })
+    }
+    let bytes = pack(h, Url::Keep);
+    let url_at = FORMAT.len() + field_len(&h.title);
+    let url_end = url_at + field_len(&h.url);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&bytes[..url_at]);
+    hasher.update(&[0]);
+    hasher.update(&bytes[url_end..]);
+    (bytes, hasher.finalize().to_hex().to_string())
+}
+
+/// A postcard output that hashes what it is given, through a small buffer
+/// (postcard writes a byte at a time for tags and lengths).
+struct Hashing {
+    hasher: blake3::Hasher,
+    buf: [u8; Hashing::BUF],
+    len: usize,
+}
+
+impl Hashing {
+    const BUF: usize = 4096;
+
+    fn flush(&mut self) {
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl postcard::ser_flavors::Flavor for Hashing {
+    type Output = String;
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        if self.len == Hashing::BUF {
+            self.flush();
+        }
+        self.buf[self.len] = data;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if self.len + data.len() > Hashing::BUF {
+            self.flush();
+        }
+        if data.len() > Hashing::BUF {
+            self.hasher.update(data);
+        } else {
+            self.buf[self.len..self.len + data.len()].copy_from_slice(data);
+            self.len += data.len();
+        }
+        Ok(())
+    }
+
+    fn finalize(mut self) -> postcard::Result<String> {
+        self.flush();
+        Ok(self.hasher.finalize().to_hex().to_string())
+    }
 }
 
 fn owned(s: Option<Cow<'_, str>>) -> Option<String> {
@@ -183,6 +295,8 @@ pub fn unpack_without_ids(bytes: &[u8]) -> Result<Hierarchy, PackError> {
     let mut top: Vec<HNode> = Vec::with_capacity((page.top as usize).min(page.nodes.len()));
     let mut open: Vec<(HNode, u32)> = Vec::new();
     let mut wanted_top = page.top;
+    // A column's cells share one header string, as when it was built.
+    let mut cols: rustc_hash::FxHashMap<&str, Arc<str>> = rustc_hash::FxHashMap::default();
     for n in page.nodes {
         if open.is_empty() {
             if wanted_top == 0 {
@@ -195,7 +309,10 @@ pub fn unpack_without_ids(bytes: &[u8]) -> Result<Hierarchy, PackError> {
         let mut node = HNode::new(kind);
         node.label = owned(n.label);
         node.key = owned(n.key);
-        node.col = owned(n.col);
+        node.col = n.col.map(|c| match c {
+            Cow::Borrowed(c) => Arc::clone(cols.entry(c).or_insert_with(|| Arc::from(c))),
+            Cow::Owned(c) => Arc::from(c),
+        });
         node.text = owned(n.text);
         node.num = owned(n.num);
         node.attrs = n
@@ -264,6 +381,74 @@ mod tests {
         let no_url = unpack(&pack(&h, Url::Drop)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(no_url.url, None);
         assert_eq!(no_url.children, h.children);
+    }
+
+    /// The old writer: nodes gathered into [`Node`]s, then [`Page`].
+    fn pack_through_nodes(h: &Hierarchy, url: Url) -> Vec<u8> {
+        fn borrowed(s: &Option<String>) -> Option<Cow<'_, str>> {
+            s.as_deref().map(Cow::Borrowed)
+        }
+        fn flatten<'h>(nodes: &'h [HNode], out: &mut Vec<Node<'h>>) {
+            for n in nodes {
+                out.push(Node {
+                    kind: n.kind as u8,
+                    label: borrowed(&n.label),
+                    key: borrowed(&n.key),
+                    col: n.col.as_deref().map(Cow::Borrowed),
+                    text: borrowed(&n.text),
+                    num: borrowed(&n.num),
+                    attrs: n
+                        .attrs
+                        .iter()
+                        .map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(v.as_str())))
+                        .collect(),
+                    children: count(n.children.len()),
+                });
+                flatten(&n.children, out);
+            }
+        }
+        let mut nodes = Vec::new();
+        flatten(&h.children, &mut nodes);
+        let page = Page {
+            title: borrowed(&h.title),
+            url: borrowed(&h.url).filter(|_| url == Url::Keep),
+            lang: borrowed(&h.lang),
+            nodes,
+            top: count(h.children.len()),
+        };
+        postcard::to_extend(&page, FORMAT.to_vec()).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_tree_is_written_as_the_list_of_nodes_reads_it() {
+        let h = sample();
+        for url in [Url::Keep, Url::Drop] {
+            assert_eq!(pack(&h, url), pack_through_nodes(&h, url));
+        }
+        // The streamed hash is the hash of the packed bytes, also past
+        // the hasher's buffer.
+        let board: String = (0..400)
+            .map(|i| format!("<tr><td>R{i}<td>{i}.5<td><a href=/r/{i}>more</a></tr>"))
+            .collect();
+        let big = Hierarchy::from_html(
+            &format!("<table><tr><th>K<th>V<th>L</tr>{board}</table>"),
+            None,
+        );
+        let long_title = Hierarchy {
+            title: Some("t".repeat(300)),
+            url: Some(format!("https://example.com/{}", "u".repeat(20_000))),
+            ..big.clone()
+        };
+        let no_url = Hierarchy {
+            url: None,
+            ..h.clone()
+        };
+        for h in [h, big, long_title, no_url] {
+            let bytes = pack(&h, Url::Drop);
+            let hash = content_hash(&h);
+            assert_eq!(hash, blake3::hash(&bytes).to_hex().to_string());
+            assert_eq!(pack_and_hash(&h), (pack(&h, Url::Keep), hash));
+        }
     }
 
     #[test]

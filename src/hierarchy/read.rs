@@ -2,6 +2,8 @@
 //! [`crate::hierarchy::write::to_xml`]) in, a [`Hierarchy`] out, so saved hierarchies
 //! can be diffed and served like freshly built ones.
 
+use std::sync::Arc;
+
 use libxml::parser::Parser;
 use libxml::tree::Node;
 
@@ -60,7 +62,7 @@ fn node(e: &Node) -> Result<HNode, DocumentError> {
     let mut n = HNode::new(k);
     n.label = e.get_attribute("label");
     n.key = e.get_attribute("key");
-    n.col = e.get_attribute("col");
+    n.col = e.get_attribute("col").map(Arc::from);
     n.num = e.get_attribute("num");
     n.xpath = e.get_attribute("xpath").unwrap_or_default();
     for a in ATTRIBUTES {

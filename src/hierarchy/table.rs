@@ -45,8 +45,9 @@
 //! alone does not bound the page).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use super::{Builder, HNode, Kind, TagClass, text_content, weigh, wrap_node};
+use super::{Builder, HNode, Kind, TagClass, text_content, text_leaf, weigh, wrap_node};
 use crate::hierarchy::number::parse_number;
 use crate::hierarchy::text::normalize;
 use crate::page::budget::Budget;
@@ -385,18 +386,34 @@ fn place(rows: &[RowSpec], budget: &Budget) -> Vec<Vec<Option<Slot>>> {
     grid
 }
 
-/// A cell's built content and, when it is plain text, that text.
+/// A cell's built content.
 struct Built {
     nodes: Vec<HNode>,
-    plain: Option<String>,
+    /// True when the content is plain text: one text leaf, or nothing.
+    is_plain: bool,
     header: bool,
 }
 
 impl Built {
+    /// The content as plain text, when it is (`""` for an empty cell).
+    /// Read before the content is moved into its row: the slots that read
+    /// it (keys, headers) come before a cell's last use in the grid.
+    fn plain(&self) -> Option<&str> {
+        if !self.is_plain {
+            return None;
+        }
+        Some(
+            self.nodes
+                .first()
+                .and_then(|n| n.text.as_deref())
+                .unwrap_or(""),
+        )
+    }
+
     /// Text for keys and headers: the plain text, or all own texts joined.
     fn text(&self) -> String {
-        match &self.plain {
-            Some(t) => t.clone(),
+        match self.plain() {
+            Some(t) => t.to_owned(),
             None => {
                 let mut parts = Vec::new();
                 flat_texts(&self.nodes, &mut parts);
@@ -427,22 +444,28 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
     let mut cells = Vec::new();
     for row in &spec.rows {
         for c in &row.cells {
-            let nodes = b.content(c.node);
-            let plain = match nodes.as_slice() {
-                [] => Some(String::new()),
-                [n] if n.is_text_leaf() => n.text.clone(),
-                _ => None,
+            // Most cells are a run of inline text (a number, a name, a
+            // link): those skip the collector's items and assembly.
+            let nodes = match b.inline_only(c.node) {
+                Some(None) => Vec::new(),
+                Some(Some((text, href))) => vec![text_leaf(text, href, b.style)],
+                None => b.content(c.node),
+            };
+            let is_plain = match nodes.as_slice() {
+                [] => true,
+                [n] => n.is_text_leaf(),
+                _ => false,
             };
             cells.push(Built {
                 nodes,
-                plain,
+                is_plain,
                 header: c.header,
             });
         }
     }
     let mut grid = place(&spec.rows, b.budget);
     let slot_text_empty = |s: &Option<Slot>| {
-        s.is_none_or(|s| s.blank || cells[s.cell].plain.as_deref().is_some_and(str::is_empty))
+        s.is_none_or(|s| s.blank || cells[s.cell].plain().is_some_and(str::is_empty))
     };
     // Row heads survive only if the row keeps cells; remember thead rows by cell.
     let head_cells: HashSet<usize> = {
@@ -475,7 +498,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
         grid.remove(0);
     }
     let title = (!titles.is_empty()).then(|| titles.join(KEY_SEPARATOR));
-    let nonempty = |c: &Built| c.plain.as_deref().is_none_or(|t| !t.is_empty());
+    let nonempty = |c: &Built| c.plain().is_none_or(|t| !t.is_empty());
     let any_th = cells.iter().any(|c| c.header && nonempty(c)) || !head_cells.is_empty();
     let is_header_row = |line: &Vec<Option<Slot>>| {
         let mut any = false;
@@ -483,7 +506,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
             let c = &cells[s.cell];
             if c.header || head_cells.contains(&s.cell) {
                 any = true;
-            } else if !(s.blank || c.plain.as_deref().is_some_and(str::is_empty)) {
+            } else if !(s.blank || c.plain().is_some_and(str::is_empty)) {
                 return false;
             }
         }
@@ -500,7 +523,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
                 .map(|j| line.get(j).copied().flatten().map(|s| &cells[s.cell]))
                 .collect();
             let filled = rest.iter().flatten().filter(|c| nonempty(c)).count();
-            let data = rest.iter().flatten().any(|c| match c.plain.as_deref() {
+            let data = rest.iter().flatten().any(|c| match c.plain() {
                 None => true,
                 Some(t) => parse_number(t, b.style).is_some(),
             });
@@ -550,6 +573,8 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         })
         .collect();
     make_unique(&mut cols);
+    // Each column's header is one string its cells share.
+    let cols: Vec<Arc<str>> = cols.into_iter().map(Arc::from).collect();
     // Which slots take a cell's content, so its last use can move it
     // instead of cloning (replication by spans is the only sharing).
     let label_rows: Vec<bool> = grid[header_rows..]
@@ -561,8 +586,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         for (j, slot) in line.iter().enumerate() {
             if let Some(s) = slot
-                && ((j < key_cols && cells[s.cell].plain.is_none())
-                    || (j >= key_cols && !label_row))
+                && ((j < key_cols && !cells[s.cell].is_plain) || (j >= key_cols && !label_row))
             {
                 uses[s.cell] += 1;
             }
@@ -570,9 +594,10 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     }
     let mut cells = cells;
     let weights: Vec<(u64, u64)> = cells.iter().map(|c| weigh(&c.nodes)).collect();
-    let mut rows: Vec<HNode> = Vec::new();
+    let mut rows: Vec<HNode> = Vec::with_capacity(label_rows.len());
     for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
+        row.children.reserve_exact(line.len().min(64));
         // The key's parts joined as they come; `last` is where the last
         // part starts.
         let mut key = String::new();
@@ -580,11 +605,11 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
             if j < key_cols
-                && let Some(t) = &cells[slot.cell].plain
+                && let Some(t) = cells[slot.cell].plain()
             {
                 // A rowspan copies a row header into every row it covers,
                 // so each row carries its whole key.
-                if !t.is_empty() && last.is_none_or(|at| key[at..] != **t) {
+                if !t.is_empty() && last.is_none_or(|at| key[at..] != *t) {
                     if last.is_some() {
                         key.push_str(KEY_SEPARATOR);
                     }
@@ -609,7 +634,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
                 cells[slot.cell].nodes.clone()
             };
             if let Some(mut n) = wrap_node(Kind::Cell, nodes) {
-                n.col = Some(cols[j].clone()).filter(|c| !c.is_empty());
+                n.col = Some(Arc::clone(&cols[j])).filter(|c| !c.is_empty());
                 row.children.push(n);
             }
         }
@@ -642,7 +667,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let keycol: Vec<&str> = cols
         .iter()
         .take(key_cols.max(1))
-        .map(String::as_str)
+        .map(|c| &**c)
         .filter(|k| !k.is_empty())
         .collect();
     if !keycol.is_empty() {
@@ -692,14 +717,12 @@ fn row_header_columns(
             line.get(j)
                 .copied()
                 .flatten()
-                .is_some_and(|s| cells[s.cell].header && cells[s.cell].plain.is_some())
+                .is_some_and(|s| cells[s.cell].header && cells[s.cell].is_plain)
         }) && rows.iter().any(|line| {
-            line.get(j).copied().flatten().is_some_and(|s| {
-                cells[s.cell]
-                    .plain
-                    .as_deref()
-                    .is_some_and(|t| !t.is_empty())
-            })
+            line.get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|s| cells[s.cell].plain().is_some_and(|t| !t.is_empty()))
         })
     };
     let mut k = 0;

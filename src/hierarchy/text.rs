@@ -26,18 +26,43 @@ pub struct InlineText {
 impl InlineText {
     /// Appends character data.
     pub fn push_str(&mut self, text: &str) {
-        for c in text.chars() {
-            if c.is_whitespace() {
-                if !self.buf.is_empty() {
-                    self.pending_space = true;
-                }
-            } else if xml_allowed(c) && !invisible(c) && !c.is_control() {
-                if self.pending_space {
-                    self.buf.push(' ');
-                    self.pending_space = false;
-                }
-                self.buf.push(c);
+        let mut rest = text;
+        while !rest.is_empty() {
+            // A run of printable ASCII other than space is kept as it is,
+            // copied whole rather than a character at a time.
+            let run = rest
+                .bytes()
+                .take_while(|b| (0x21..=0x7E).contains(b))
+                .count();
+            if run > 0 {
+                self.space_if_pending();
+                self.buf.push_str(&rest[..run]);
+                rest = &rest[run..];
+                continue;
             }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                self.push_char(c);
+            }
+            rest = chars.as_str();
+        }
+    }
+
+    fn push_char(&mut self, c: char) {
+        if c.is_whitespace() {
+            if !self.buf.is_empty() {
+                self.pending_space = true;
+            }
+        } else if xml_allowed(c) && !invisible(c) && !c.is_control() {
+            self.space_if_pending();
+            self.buf.push(c);
+        }
+    }
+
+    fn space_if_pending(&mut self) {
+        if self.pending_space {
+            self.buf.push(' ');
+            self.pending_space = false;
         }
     }
 
@@ -116,6 +141,30 @@ mod tests {
         t.push_space();
         assert_eq!(t.take().as_deref(), Some("Hello world"));
         assert!(t.take().is_none());
+    }
+
+    #[test]
+    fn ascii_runs_read_as_characters_do() {
+        // Every ASCII character between printable ones and around spaces,
+        // against the rule applied a character at a time.
+        for b in 0u8..=0x7F {
+            let c = char::from(b);
+            let text = format!(" a{c}b {c} c{c}{c}d\u{A0}é{c}");
+            let mut want = String::new();
+            let mut pending = false;
+            for c in text.chars() {
+                if c.is_whitespace() {
+                    pending = !want.is_empty();
+                } else if xml_allowed(c) && !invisible(c) && !c.is_control() {
+                    if pending {
+                        want.push(' ');
+                        pending = false;
+                    }
+                    want.push(c);
+                }
+            }
+            assert_eq!(normalize(&text), want, "{b:#x}");
+        }
     }
 
     #[test]

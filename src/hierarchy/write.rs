@@ -203,7 +203,7 @@ pub fn node_json(n: &HNode) -> Value {
         m.insert("key".into(), json!(k));
     }
     if let Some(c) = &n.col {
-        m.insert("col".into(), json!(c));
+        m.insert("col".into(), json!(&**c));
     }
     for (k, v) in &n.attrs {
         m.insert((*k).into(), json!(v));

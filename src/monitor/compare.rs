@@ -110,10 +110,12 @@ pub fn prepare(
         source,
     };
     let new_ignored = ignored_ids(new, ignore).map_err(bad_ignore)?;
-    let hash = if new_ignored.is_empty() {
-        packed::content_hash(new)
+    // Without ignored nodes, the hash comes from the bytes to store.
+    let (packed, hash) = if new_ignored.is_empty() {
+        let (packed, hash) = packed::pack_and_hash(new);
+        (Some(packed), hash)
     } else {
-        packed::content_hash(&without(new, &new_ignored))
+        (None, packed::content_hash(&without(new, &new_ignored)))
     };
     if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
         return Ok(Prepared {
@@ -146,7 +148,7 @@ pub fn prepare(
         hash,
         unchanged,
         changes,
-        packed: packed::pack(new, Url::Keep),
+        packed: packed.unwrap_or_else(|| packed::pack(new, Url::Keep)),
     })
 }
 

@@ -762,9 +762,12 @@ mod tests {
         assert_eq!(jar.len(), MAX_COOKIES_PER_DOMAIN + 2);
         // The soonest to expire went; the latest stayed; the other site's
         // session is untouched.
-        let sent = jar.header(&hostile).unwrap_or_default();
-        assert!(!sent.contains("c0=") && sent.contains("c229="), "{sent}");
-        assert_eq!(sent.split("; ").count(), MAX_COOKIES_PER_DOMAIN);
+        let header = jar.header(&hostile).unwrap_or_default();
+        assert!(
+            !header.contains("c0=") && header.contains("c229="),
+            "{header}"
+        );
+        assert_eq!(header.split("; ").count(), MAX_COOKIES_PER_DOMAIN);
         assert_eq!(sent(&jar, "http://shop.example/"), ["pref=1", "sid=real"]);
 
         // Over the total, the domain with the most cookies gives them up.

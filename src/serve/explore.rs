@@ -423,7 +423,7 @@ fn cells(row: &HNode) -> Vec<(String, String)> {
         .filter(|c| c.kind == Kind::Cell)
         .map(|c| {
             (
-                c.col.clone().unwrap_or_default(),
+                c.col.as_deref().unwrap_or_default().to_owned(),
                 c.text
                     .clone()
                     .or_else(|| c.label.clone())

@@ -969,7 +969,7 @@ mod tests {
     fn links_percent_encode_ids_and_only_http_urls_are_links() {
         let mut r = row("a b/c?d", Health::Removed);
         r.url = "javascript:alert(1)".to_owned();
-        let html = overview(std::slice::from_ref(&r), now());
+        let html = overview(std::slice::from_ref(&r), None, now());
         assert!(html.contains("<a href=\"/status/a%20b%2Fc%3Fd\">a b/c?d</a>"));
         assert!(html.contains("state-removed"));
         assert!(html.contains("javascript:alert(1)"));
@@ -996,7 +996,7 @@ mod tests {
         r.title = Some(HOSTILE.to_owned());
         r.url = format!("https://example.org/{HOSTILE}");
         r.last_error = Some(HOSTILE.to_owned());
-        let html = overview(std::slice::from_ref(&r), now());
+        let html = overview(std::slice::from_ref(&r), None, now());
         assert!(!html.contains("<script"));
         assert!(!html.contains("\" onmouseover"));
         assert!(html.contains(HOSTILE_ESCAPED));

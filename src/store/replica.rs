@@ -171,7 +171,13 @@ impl Store {
                  ON CONFLICT (id) DO UPDATE SET watch_set = excluded.watch_set,
                    watches = excluded.watches, definitions = excluded.definitions,
                    published = excluded.published, heartbeat = excluded.heartbeat",
-                args![replica, hash.as_str(), watches, definitions.as_str(), now_ms],
+                args![
+                    replica,
+                    hash.as_str(),
+                    watches,
+                    definitions.as_str(),
+                    now_ms
+                ],
             )
             .map_err(&err)?;
             Ok(())

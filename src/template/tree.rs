@@ -8,7 +8,7 @@
 //! What is left is stored in pre-order in one `Vec`, so a subtree is the
 //! contiguous run `i..end` and walking it needs no recursion.
 
-use html5ever::LocalName;
+use html5ever::{LocalName, local_name};
 
 use crate::page::dom::{Dom, NodeData, NodeId};
 
@@ -95,9 +95,12 @@ impl PageTree {
         // larger depth belongs to it.
         let mut stack: Vec<(NodeId, Option<u32>, u32)> = vec![(root, None, 0)];
         let mut open: Vec<usize> = Vec::new();
+        // `#text` is not one of html5ever's static atoms: made once, each
+        // text node takes a reference instead of a lookup in the atom set.
+        let text = LocalName::from(TEXT);
         while let Some((n, parent, depth)) = stack.pop() {
             let (tag, descend) = match &dom.node(n).data {
-                NodeData::Text(t) if !t.trim().is_empty() => (LocalName::from(TEXT), false),
+                NodeData::Text(t) if !t.trim().is_empty() => (text.clone(), false),
                 NodeData::Element(e) => {
                     if is_dropped(&e.name) {
                         continue;
@@ -162,41 +165,49 @@ impl Iterator for TreeChildren<'_> {
     }
 }
 
-/// Elements dropped with their content.
-fn is_dropped(name: &str) -> bool {
+/// Elements dropped with their content (names compared as atoms: one
+/// integer each, where a string match would read the name first).
+fn is_dropped(name: &LocalName) -> bool {
     matches!(
-        name,
-        "script" | "style" | "link" | "noscript" | "template" | "meta" | "iframe"
+        *name,
+        local_name!("script")
+            | local_name!("style")
+            | local_name!("link")
+            | local_name!("noscript")
+            | local_name!("template")
+            | local_name!("meta")
+            | local_name!("iframe")
     )
 }
 
 /// Formatting elements dropped with their content kept.
-pub fn is_formatting(name: &str) -> bool {
+pub fn is_formatting(name: &LocalName) -> bool {
     matches!(
-        name,
-        "b" | "i"
-            | "u"
-            | "s"
-            | "em"
-            | "strong"
-            | "font"
-            | "span"
-            | "small"
-            | "big"
-            | "sup"
-            | "sub"
-            | "tt"
-            | "strike"
-            | "mark"
-            | "abbr"
-            | "cite"
-            | "code"
-            | "kbd"
-            | "var"
-            | "wbr"
-            | "br"
-            | "nobr"
-            | "center"
+        *name,
+        local_name!("b")
+            | local_name!("i")
+            | local_name!("u")
+            | local_name!("s")
+            | local_name!("em")
+            | local_name!("strong")
+            | local_name!("font")
+            | local_name!("span")
+            | local_name!("small")
+            | local_name!("big")
+            | local_name!("sup")
+            | local_name!("sub")
+            | local_name!("tt")
+            | local_name!("strike")
+            | local_name!("mark")
+            | local_name!("abbr")
+            | local_name!("cite")
+            | local_name!("code")
+            | local_name!("kbd")
+            | local_name!("var")
+            | local_name!("wbr")
+            | local_name!("br")
+            | local_name!("nobr")
+            | local_name!("center")
     )
 }
 

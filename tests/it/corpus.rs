@@ -119,9 +119,10 @@ fn hierarchy_strings(h: &Hierarchy) -> Vec<String> {
     let mut out: Vec<String> = h.title.iter().cloned().collect();
     let mut stack: Vec<&HNode> = h.children.iter().collect();
     while let Some(n) = stack.pop() {
-        for s in [&n.label, &n.key, &n.col, &n.text].into_iter().flatten() {
+        for s in [&n.label, &n.key, &n.text].into_iter().flatten() {
             out.push(s.clone());
         }
+        out.extend(n.col.as_deref().map(str::to_owned));
         for (name, v) in &n.attrs {
             if *name != "href" {
                 out.push(v.clone());

@@ -54,6 +54,7 @@ fn check_now(port: u16, watch: &str) -> u16 {
         reqwest::Method::POST,
         port,
         &format!("/api/watches/{watch}/check"),
+        Some(ADMIN),
     )
     .0
 }
@@ -79,14 +80,16 @@ fn check_now_and_a_reload_reach_the_other_replica_by_notification() {
         a_dir.path(),
         &url,
         &format!(
-            "listen: 127.0.0.1:0\nlimits: {{concurrency: 1}}\n\
-             tokens:\n  ops: {{secret: {ADMIN}, scopes: [admin]}}\n"
+            "listen: 127.0.0.1:0\nserver: {{xslt: \"{}/xslt\"}}\nlimits: {{concurrency: 1}}\n\
+             tokens:\n  ops: {{secret: {{file: admin.token}}, scopes: [admin]}}\n",
+            env!("CARGO_MANIFEST_DIR")
         ),
         &[
             ("quick", quick.clone()),
             ("slow", hourly(&site.url("/silent"), "60s")),
         ],
     );
+    std::fs::write(a_dir.path().join("admin.token"), format!("{ADMIN}\n")).unwrap();
     setup(b_dir.path(), &url, "", &[("quick", quick)]);
     let b = Daemon::start(b_dir.path());
     b.wait_log("listening for other replicas", Duration::from_secs(10));
@@ -148,7 +151,10 @@ fn a_replica_with_another_watch_set_says_so_and_leaves_what_it_defines_different
         )
     };
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let listen = "listen: 127.0.0.1:0\n";
+    let listen = &format!(
+        "listen: 127.0.0.1:0\nserver: {{xslt: \"{}/xslt\"}}\n",
+        env!("CARGO_MANIFEST_DIR")
+    );
     // A and B run the same set; C (deployed from an older checkout, say)
     // has `w1` with another title, and `w3` nobody else has.
     for dir in &dirs[..2] {
@@ -178,10 +184,18 @@ fn a_replica_with_another_watch_set_says_so_and_leaves_what_it_defines_different
     c.wait_log("this replica's watch set differs", Duration::from_secs(10));
     // Only C has w3: C checks it (a watch only it has is still its own).
     c.wait_log_n("watch=w3 outcome=", 3, Duration::from_secs(20));
-    let (a_w1, b_w1) = (
-        a.log().matches("watch=w1 outcome=").count(),
-        b.log().matches("watch=w1 outcome=").count(),
-    );
+    // A and B started alongside C: give their schedules the same seconds.
+    let w1_checks = || {
+        (
+            a.log().matches("watch=w1 outcome=").count(),
+            b.log().matches("watch=w1 outcome=").count(),
+        )
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while w1_checks().0 + w1_checks().1 < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (a_w1, b_w1) = w1_checks();
     assert!(a_w1 + b_w1 >= 3, "A and B check w1: {a_w1} + {b_w1}");
     assert_eq!(
         c.log().matches("watch=w1 outcome=").count(),

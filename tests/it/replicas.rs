@@ -291,6 +291,7 @@ fn replicas_check_each_run_once_survive_a_kill_and_deliver_each_crossing_once() 
         fetches.entry(id(i)).or_default().push(seen.at);
     }
     assert_eq!(fetches.len(), WATCHES, "every page fetched");
+    let mut unlogged_total = 0;
     for (watch, times) in &mut fetches {
         times.sort();
         let again = usize::from(orphans.contains(watch));
@@ -311,12 +312,19 @@ fn replicas_check_each_run_once_survive_a_kill_and_deliver_each_crossing_once() 
             "{watch}: {} fetches in {elapsed:?}: runs lost",
             times.len()
         );
-        // A fetch of the killed replica may have gone unrecorded.
-        assert!(
-            per_watch[watch] + again >= times.len(),
-            "{watch}: a fetch not logged"
-        );
+        // A fetch of the killed replica may have gone unrecorded: one it
+        // held a lease for when it died, or one whose check was recorded
+        // (its lease released) just before the kill, ahead of its log line.
+        let unlogged = times.len().saturating_sub(per_watch[watch] + again);
+        assert!(unlogged <= 1, "{watch}: {unlogged} fetches not logged");
+        unlogged_total += unlogged;
     }
+    // Only checks in flight at the moment of the kill can be missing from
+    // the log: a handful, never a round.
+    assert!(
+        unlogged_total <= 8,
+        "{unlogged_total} fetches not logged by any replica"
+    );
 
     // Request starts to each host at least the spacing apart, across all
     // replicas: within any 250 ms, at most 25 requests arrive, plus ten for
