@@ -7,7 +7,6 @@
 //! directory is left behind.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +18,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::daemon::{Daemon, GAZP, setup, store, wait_until};
-use crate::fixture::{quotes_page, serve};
+use crate::fixture::{StateSite, quotes_page};
 use crate::util::chromium;
 
 /// The password the shop accepts (and the test must never find in a log).
@@ -49,41 +48,30 @@ struct ShopState {
     account: Vec<Option<String>>,
 }
 
-struct Shop {
-    addr: SocketAddr,
-    state: Arc<Mutex<ShopState>>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
+struct Shop(StateSite<ShopState>);
 
 impl Shop {
     fn start() -> Shop {
-        let state = Arc::new(Mutex::new(ShopState::default()));
-        let app = Router::new()
+        let routes = Router::new()
             .route("/account", get(account))
-            .route("/login", post(login))
-            .with_state(Arc::clone(&state));
-        let (addr, stop) = serve("127.0.0.1:0", app);
-        Shop {
-            addr,
-            state,
-            _stop: stop,
-        }
+            .route("/login", post(login));
+        Shop(StateSite::start(ShopState::default(), routes))
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.0.url(path)
     }
 
     fn logins(&self) -> usize {
-        self.state.lock().unwrap().logins
+        self.0.state().logins
     }
 
     fn account(&self) -> Vec<Option<String>> {
-        self.state.lock().unwrap().account.clone()
+        self.0.state().account.clone()
     }
 
     fn expire(&self) {
-        self.state.lock().unwrap().valid.clear();
+        self.0.state().valid.clear();
     }
 
     fn wait_account(&self, n: usize) {

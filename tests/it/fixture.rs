@@ -135,6 +135,37 @@ impl Site {
     }
 }
 
+/// A test's own little site on loopback: its handlers share `state`, which
+/// the test reads and changes; served until dropped.
+pub struct StateSite<S> {
+    addr: SocketAddr,
+    state: Arc<Mutex<S>>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl<S: Send + 'static> StateSite<S> {
+    /// Serves `routes` with `state` on a free loopback port.
+    pub fn start(state: S, routes: Router<Arc<Mutex<S>>>) -> StateSite<S> {
+        let state = Arc::new(Mutex::new(state));
+        let (addr, stop) = serve("127.0.0.1:0", routes.with_state(Arc::clone(&state)));
+        StateSite {
+            addr,
+            state,
+            _stop: stop,
+        }
+    }
+
+    /// The URL of `path` on the site.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The shared state, locked.
+    pub fn state(&self) -> std::sync::MutexGuard<'_, S> {
+        self.state.lock().unwrap()
+    }
+}
+
 /// Serves `app` on `bind` (a loopback `IP:0`) from a runtime thread of its
 /// own: the address bound, and the sender that stops it when dropped.
 pub fn serve(bind: &str, app: Router) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {

@@ -5,7 +5,6 @@
 //! import` of a cookies.txt.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use axum::routing::{get, post};
 use semclip::store::Store;
 
 use crate::daemon::{Daemon, GAZP, setup, wait_until};
-use crate::fixture::{quotes_page, serve};
+use crate::fixture::{StateSite, quotes_page};
 use crate::util::{describe, semclip};
 
 /// The password the site accepts (and the test must never find in a log).
@@ -49,58 +48,50 @@ struct ShopState {
 
 /// A shop whose `/account` shows the quote table only with a valid `sid`
 /// cookie, and the login page otherwise.
-struct Shop {
-    addr: SocketAddr,
-    state: Arc<Mutex<ShopState>>,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
+struct Shop(StateSite<ShopState>);
 
 impl Shop {
     fn start() -> Shop {
-        let state = Arc::new(Mutex::new(ShopState {
-            password: PASSWORD.to_owned(),
-            ..ShopState::default()
-        }));
-        let app = Router::new()
+        let routes = Router::new()
             .route("/account", get(account))
-            .route("/login", post(login))
-            .with_state(Arc::clone(&state));
-        let (addr, stop) = serve("127.0.0.1:0", app);
-        Shop {
-            addr,
-            state,
-            _stop: stop,
-        }
+            .route("/login", post(login));
+        Shop(StateSite::start(
+            ShopState {
+                password: PASSWORD.to_owned(),
+                ..ShopState::default()
+            },
+            routes,
+        ))
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.0.url(path)
     }
 
     fn logins(&self) -> usize {
-        self.state.lock().unwrap().logins
+        self.0.state().logins
     }
 
     fn posts(&self) -> usize {
-        self.state.lock().unwrap().posts
+        self.0.state().posts
     }
 
     fn account(&self) -> Vec<Option<String>> {
-        self.state.lock().unwrap().account.clone()
+        self.0.state().account.clone()
     }
 
     /// Forgets every session: the next page is the login page.
     fn expire(&self) {
-        self.state.lock().unwrap().valid.clear();
+        self.0.state().valid.clear();
     }
 
     fn set_password(&self, password: &str) {
-        self.state.lock().unwrap().password = password.to_owned();
+        self.0.state().password = password.to_owned();
     }
 
     /// Accepts `sid` as a session (one a browser got).
     fn admit(&self, sid: &str) {
-        self.state.lock().unwrap().valid.insert(sid.to_owned());
+        self.0.state().valid.insert(sid.to_owned());
     }
 
     /// Waits until `/account` was requested `n` times.
