@@ -8,7 +8,8 @@ For each page, runs `check_costs PAGE MODE` under callgrind for the modes
 setup, parse, 1, 2, 3 and 4 (see examples/check_costs.rs) and prints, per
 round (first check, unchanged bytes, markup-only change, data change), the
 instructions it costs (`run(k) - run(k-1)`) and their ratio to one html5ever
-parse of the page (`run(parse) - run(setup)`), then where the data-change
+parse of the version that round checks (`run(parse) - run(setup)`; the
+modes parse-markup and parse-data for the last two rounds), then where the data-change
 round spends them (inclusive costs of the pipeline's steps, from
 callgrind_annotate). Standard library only; needs valgrind.
 """
@@ -37,17 +38,16 @@ GOALS = {1: 0.1, 2: 1.5, 3: 2.0}
 # function names (inclusive costs).
 STEPS = [
     ("html5ever parse", r"semclip::page::dom::Dom::parse_within\b"),
-    ("hierarchy build (with ids)", r"semclip::hierarchy::build_within\b"),
-    ("layout: page built for the watch", r"semclip::monitor::layout::build_page\b"),
-    ("content hash (compact form)", r"semclip::hierarchy::packed::content_hash\b"),
-    ("previous snapshot read back",
-     r"semclip::store::Store::(?:current_hierarchy(?:_without_ids)?|previous)\b"),
-    ("semantic diff", r"semclip::diff::diff_ignoring\b"),
-    ("compact form for the store", r"semclip::hierarchy::packed::pack\b"),
-    ("snapshot compression (zstd)", r"semclip::store::compress\b"),
+    ("hierarchy build (ids charged, not written)", r"semclip::hierarchy::build_page\b"),
+    ("DOM sketch (layout diagnostic)", r"semclip::template::minhash::Sketch::of_(?:dom|tree)\b"),
+    ("label paths (layout trigger)", r"semclip::monitor::watch_page::label_paths\b"),
+    ("page built for the watch (all of the above)", r"semclip::monitor::watch_page::build_page\b"),
+    ("compact form and content hash", r"semclip::hierarchy::packed::pack_and_hash\b"),
+    ("previous version read back", r"semclip::store::Store::previous\b"),
+    ("semantic diff", r"semclip::diff::compare\b"),
     ("thresholds", r"semclip::monitor::check::Work::evaluate\b"),
     ("layout assessment", r"semclip::monitor::layout::assess\b"),
-    ("store transaction", r"semclip::store::Store::record_check\b"),
+    ("store transaction", r"semclip::monitor::check::Work::record\b"),
 ]
 
 
@@ -117,14 +117,18 @@ def main():
                 continue
             size = len(open(page, "rb").read()) if page != "board" else None
             totals, files, stdout = {}, {}, {}
-            for mode in ["setup", "parse", "1", "2", "3", "4"]:
+            for mode in ["setup", "parse", "parse-markup", "parse-data", "1", "2", "3", "4"]:
                 totals[mode], files[mode], stdout[mode] = callgrind(page, mode, keep)
-            parse = totals["parse"] - totals["setup"]
+            # Each round against a parse of the version it checks: the
+            # markup and data versions are heavier HTML than the base.
+            parses = [totals[m] - totals["setup"] for m in ["parse", "parse", "parse-markup", "parse-data"]]
+            parse = parses[0]
             prev = "setup"
             rounds = []
             for k, name in enumerate(ROUNDS, start=1):
                 cost = totals[str(k)] - totals[prev]
-                rounds.append({"round": name, "instructions": cost, "per_parse": cost / parse})
+                p = parses[k - 1]
+                rounds.append({"round": name, "instructions": cost, "parse": p, "per_parse": cost / p})
                 prev = str(k)
             steps = step_costs(files["4"], files["3"])
             name = "board (generated, 300 x 10)" if page == "board" else os.path.relpath(page, CORPUS)
@@ -132,14 +136,15 @@ def main():
                 {"page": name, "bytes": size, "parse": parse, "rounds": rounds,
                  "data_change_steps": steps, "outcomes": stdout["4"].strip().splitlines()}
             )
-            print(f"\n{name}: parse {parse / 1e6:.1f} M instructions")
+            print(f"\n{name}: parse {parse / 1e6:.1f} M instructions"
+                  f" (markup version {parses[2] / 1e6:.1f} M, data version {parses[3] / 1e6:.1f} M)")
             for k, r in enumerate(rounds):
                 goal = GOALS.get(k)
                 mark = "" if goal is None else (" (goal <= %.1f: %s)" % (goal, "met" if r["per_parse"] <= goal else "NOT met"))
-                print(f"  {r['round']:<24} {r['instructions'] / 1e6:8.2f} M  {r['per_parse']:6.3f} x parse{mark}")
+                print(f"  {r['round']:<24} {r['instructions'] / 1e6:8.2f} M  {r['per_parse']:6.3f} x its parse{mark}")
             print("  data change, by step (inclusive):")
             for label, cost in steps:
-                print(f"    {label:<36} {cost / 1e6:8.2f} M  {cost / parse:6.3f} x parse")
+                print(f"    {label:<36} {cost / 1e6:8.2f} M  {cost / parses[3]:6.3f} x parse")
             for line in stdout["4"].strip().splitlines():
                 print(f"  | {line}")
     with open(args.out, "w", encoding="utf-8") as f:

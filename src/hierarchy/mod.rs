@@ -1301,6 +1301,10 @@ pub const MAX_ID_LABEL_CHARS: usize = 200;
 /// How a value is quoted in ids: whole, or by its first
 /// [`MAX_ID_LABEL_CHARS`] characters (`true`).
 fn id_value(v: &str) -> (&str, bool) {
+    // At most one character per byte: a short value is never cut.
+    if v.len() <= MAX_ID_LABEL_CHARS {
+        return (v, false);
+    }
     match v.char_indices().nth(MAX_ID_LABEL_CHARS) {
         Some((end, _)) => (&v[..end], true),
         None => (v, false),
@@ -1476,12 +1480,33 @@ fn push_step(
                 let _ = id.write_char(']');
             }
             if total > 1 {
-                let _ = write!(id, "[{}]", ordinal + 1);
+                push_ordinal(id, ordinal + 1);
             }
         }
-        None => {
-            let _ = write!(id, "[{}]", position + 1);
+        None => push_ordinal(id, position + 1),
+    }
+}
+
+/// Appends `[n]`, its digits written straight from the number (this runs
+/// for every node whose ids are charged or written: `write!` would go
+/// through the formatting machinery for each).
+fn push_ordinal(id: &mut impl std::fmt::Write, mut n: usize) {
+    let mut buf = [0u8; 22];
+    let mut at = buf.len() - 1;
+    buf[at] = b']';
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
+    }
+    at -= 1;
+    buf[at] = b'[';
+    // Only ASCII was written; writing to a `String` or a count cannot fail.
+    if let Ok(text) = std::str::from_utf8(&buf[at..]) {
+        let _ = id.write_str(text);
     }
 }
 
@@ -1623,6 +1648,15 @@ pub fn pseudo_tables(html: &str) -> Vec<table::PseudoTable> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ordinals_are_written_as_formatting_would() {
+        for n in [0, 1, 9, 10, 11, 99, 100, 12_345, usize::MAX] {
+            let mut out = String::from("x");
+            super::push_ordinal(&mut out, n);
+            assert_eq!(out, format!("x[{n}]"));
+        }
+    }
+
     use super::*;
 
     /// Every node's id as [`id_at`] derives it alone, and as [`IdsAt`]

@@ -145,13 +145,21 @@ pub fn parse_number(text: &str, style: DecimalStyle) -> Option<String> {
     parse_number_general(text, style)
 }
 
-/// The most common numbers in a table, read in one pass: ASCII digits,
-/// or digits, one point and digits, where the point can only be the
-/// decimal one (`12.5`, `0.250`, `1141.29`; `1.234` only where the point
-/// is the decimal separator). `None` for anything else, which the general
-/// reading handles; where this answers, it answers the same.
+/// The most common numbers in a table, read in one pass: an optional
+/// ASCII sign (`+`, `-`), ASCII digits, or digits, one point and digits,
+/// where the point can only be the decimal one (`12.5`, `0.250`,
+/// `1141.29`, `-0.45`; `1.234` only where the point is the decimal
+/// separator), and an optional `%` right after the digits (`+0.52%`).
+/// `None` for anything else, which the general reading handles; where this
+/// answers, it answers the same.
 fn simple_decimal(text: &str, style: DecimalStyle) -> Option<String> {
-    let bytes = text.as_bytes();
+    let (negative, body) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let body = body.strip_suffix('%').unwrap_or(body);
+    let bytes = body.as_bytes();
     let mut point = None;
     for (i, &b) in bytes.iter().enumerate() {
         match b {
@@ -161,14 +169,14 @@ fn simple_decimal(text: &str, style: DecimalStyle) -> Option<String> {
         }
     }
     let Some(at) = point else {
-        return (!bytes.is_empty()).then(|| canonical(false, text, ""));
+        return (!bytes.is_empty()).then(|| canonical(negative, body, ""));
     };
-    let (int, frac) = (&text[..at], &text[at + 1..]);
+    let (int, frac) = (&body[..at], &body[at + 1..]);
     let could_group = frac.len() == 3 && int.len() <= 3 && !int.starts_with('0');
     if int.is_empty() || frac.is_empty() || (could_group && style != DecimalStyle::Point) {
         return None;
     }
-    Some(canonical(false, int, frac))
+    Some(canonical(negative, int, frac))
 }
 
 /// [`parse_number`] without its fast path.
@@ -405,10 +413,29 @@ mod tests {
         .collect();
         for int in ["", "0", "7", "10", "999", "1000", "0123"] {
             for frac in ["", "0", "5", "50", "500", "123", "1234"] {
-                texts.push(format!("{int}.{frac}"));
-                texts.push(format!("{int}{frac}"));
+                for (sign, unit) in [("", ""), ("-", ""), ("+", ""), ("", "%"), ("-", "%")] {
+                    texts.push(format!("{sign}{int}.{frac}{unit}"));
+                    texts.push(format!("{sign}{int}{frac}{unit}"));
+                }
             }
         }
+        texts.extend(
+            [
+                "-",
+                "+",
+                "%",
+                "-%",
+                "+-1",
+                "--1",
+                "1%%",
+                "%1",
+                "1 %",
+                "-0",
+                "-0.00%",
+                "\u{2212}1",
+            ]
+            .map(str::to_owned),
+        );
         for text in &texts {
             for style in [Point, Comma] {
                 if let Some(fast) = simple_decimal(text, style) {
@@ -422,6 +449,9 @@ mod tests {
         }
         assert!(simple_decimal("1.234", Point).is_some());
         assert!(simple_decimal("1.234", Comma).is_none());
+        // Signs and a percent sign take the fast path too.
+        assert_eq!(simple_decimal("-0.450", Point).as_deref(), Some("-0.45"));
+        assert_eq!(simple_decimal("+0.52%", Comma).as_deref(), Some("0.52"));
     }
 
     /// Asserts `text` reads as `want` in both styles.

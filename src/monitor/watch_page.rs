@@ -67,8 +67,17 @@ pub fn build_page(
 ) -> Result<WatchPage, Exceeded> {
     let dom = Dom::parse_within(html, budget);
     budget.check()?;
-    let tree = PageTree::from_dom(&dom);
-    let sketch = Sketch::of_tree(&tree, None);
+    let has_extract = watch.clips.values().any(|c| c.extract.is_some());
+    // The simplified tree serves only the template set and the extract
+    // clips; without either, the sketch is taken straight from the DOM and
+    // the tree stays empty.
+    let (tree, sketch) = if templates.is_some() || has_extract {
+        let tree = PageTree::from_dom(&dom);
+        let sketch = Sketch::of_tree(&tree, None);
+        (tree, sketch)
+    } else {
+        (PageTree::default(), Sketch::of_dom(&dom))
+    };
     // Drift from the nearest template, and that template's data regions.
     let mut data_roots = Vec::new();
     let mut template: Option<&Template> = None;
@@ -89,7 +98,6 @@ pub fn build_page(
         template_regions = Some(fits && !data.is_empty());
         Some((index, t.drift(&features.sequence).clamp(0.0, 1.0)))
     });
-    let has_extract = watch.clips.values().any(|c| c.extract.is_some());
     // The ids are charged to the budget but written only for an ignore
     // list, which is resolved over them: the rest of a check derives the
     // few ids it reports, and the store keeps the hierarchy without them.

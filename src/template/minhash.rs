@@ -28,10 +28,12 @@
 //! through BLAKE3 (first 8 bytes, little-endian); everything after is the
 //! SplitMix64 finaliser with seeds from a fixed SplitMix64 stream.
 
+use html5ever::LocalName;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::tree::PageTree;
+use super::tree::{PageTree, walk};
+use crate::page::dom::Dom;
 
 /// Number of minima in a sketch.
 pub const SKETCH_SIZE: usize = 128;
@@ -122,11 +124,16 @@ pub fn shingles(tree: &PageTree, only: Option<&[u32]>) -> Vec<u64> {
             }
         }
     }
+    shingles_of_paths(&paths)
+}
+
+/// The sorted, de-duplicated shingles of a pre-order list of path hashes.
+fn shingles_of_paths(paths: &[u64]) -> Vec<u64> {
     let mut out: Vec<u64> = if paths.len() <= SHINGLE_PATHS {
         if paths.is_empty() {
             Vec::new()
         } else {
-            vec![fold(&paths)]
+            vec![fold(paths)]
         }
     } else {
         paths.windows(SHINGLE_PATHS).map(fold).collect()
@@ -179,6 +186,39 @@ impl Sketch {
         Sketch::from_hashes(shingles(tree, only))
     }
 
+    /// The sketch of a whole page straight from its DOM: the same as
+    /// `Sketch::of_tree(&PageTree::from_dom(dom), None)` without building
+    /// the tree (a check that needs only the sketch walks the DOM once and
+    /// allocates one list of path hashes).
+    pub fn of_dom(dom: &Dom) -> Sketch {
+        let Some(root) = PageTree::root(dom) else {
+            return Sketch::from_hashes(Vec::new());
+        };
+        // Tag hashes by atom: comparing atoms is one integer compare,
+        // where a string key would be hashed byte by byte on every node.
+        // The last tag's hash is kept too: runs of one tag (cells, rows,
+        // items) skip the map.
+        let mut tags: FxHashMap<&LocalName, u64> = FxHashMap::default();
+        let mut last: Option<(&LocalName, u64)> = None;
+        let mut paths: Vec<u64> = Vec::new();
+        // Text nodes have no path: they are not visited.
+        walk(dom, root, 0u64, false, |_, tag, above, _| {
+            let Some(tag) = tag else { return above };
+            let t = match last {
+                Some((name, t)) if name == tag => t,
+                _ => {
+                    let t = *tags.entry(tag).or_insert_with(|| tag_hash(tag));
+                    last = Some((tag, t));
+                    t
+                }
+            };
+            let path = mix(above.rotate_left(17) ^ t);
+            paths.push(path);
+            path
+        });
+        Sketch::from_hashes(shingles_of_paths(&paths))
+    }
+
     /// Estimated Jaccard index of the two shingle sets, in constant time:
     /// the fraction of equal minima (0 for sketches of different sizes,
     /// e.g. a corrupted stored one).
@@ -226,6 +266,34 @@ mod tests {
 
     fn tree(html: &str) -> PageTree {
         PageTree::from_dom(&Dom::parse(html))
+    }
+
+    #[test]
+    fn the_sketch_from_the_dom_is_the_trees_on_edge_cases() {
+        let deep = format!("{}x{}", "<div>".repeat(400), "</div>".repeat(400));
+        let deep_formatting = format!("<p>{}x</p>", "<b><i>".repeat(300));
+        let pages = [
+            "",
+            "<p>one</p>",
+            "<body><b>bold at the root</b><script>x</script>  <ul><li>a<li>b</ul></body>",
+            "<svg><g><circle/></g></svg>",
+            "<table><tr><td><span>1</span></td><td><em>2</em></td></tr></table><!-- c -->",
+            "<frameset><frame src=a></frameset>",
+            deep.as_str(),
+            deep_formatting.as_str(),
+        ];
+        for html in pages {
+            let dom = Dom::parse(html);
+            assert_eq!(
+                Sketch::of_dom(&dom),
+                Sketch::of_tree(&PageTree::from_dom(&dom), None),
+                "{html:.60}"
+            );
+        }
+        // Not the same sketch for everything: structure tells pages apart.
+        let a = Sketch::of_dom(&Dom::parse("<ul><li>a<li>b<li>c</ul>"));
+        let b = Sketch::of_dom(&Dom::parse("<table><tr><td>a<td>b</table>"));
+        assert!(a.similarity(&b) < 0.5);
     }
 
     #[test]

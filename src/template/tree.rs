@@ -58,15 +58,20 @@ impl PageTree {
     /// Builds the simplified tree of `dom`, rooted at `<body>` (or the
     /// document element when there is no body). Empty for an empty DOM.
     pub fn from_dom(dom: &Dom) -> PageTree {
-        let root = dom.body().or_else(|| {
-            dom.children(crate::page::dom::DOCUMENT)
-                .find(|&c| dom.element(c).is_some())
-        });
         let mut tree = PageTree { nodes: Vec::new() };
-        if let Some(root) = root {
+        if let Some(root) = PageTree::root(dom) {
             tree.push_subtree(dom, root);
         }
         tree
+    }
+
+    /// The DOM node the simplified tree is rooted at: `<body>`, or the
+    /// document element when there is no body.
+    pub fn root(dom: &Dom) -> Option<NodeId> {
+        dom.body().or_else(|| {
+            dom.children(crate::page::dom::DOCUMENT)
+                .find(|&c| dom.element(c).is_some())
+        })
     }
 
     /// Number of nodes.
@@ -89,33 +94,13 @@ impl PageTree {
     }
 
     fn push_subtree(&mut self, dom: &Dom, root: NodeId) {
-        // (dom node, parent index, depth); children pushed in reverse so
-        // they pop in document order. A node's `end` is fixed when the
-        // walk leaves its subtree: every node pushed after it with a
-        // larger depth belongs to it.
-        let mut stack: Vec<(NodeId, Option<u32>, u32)> = vec![(root, None, 0)];
+        // A node's `end` is fixed when the walk leaves its subtree: every
+        // node visited after it with a larger depth belongs to it.
         let mut open: Vec<usize> = Vec::new();
         // `#text` is not one of html5ever's static atoms: made once, each
         // text node takes a reference instead of a lookup in the atom set.
         let text = LocalName::from(TEXT);
-        while let Some((n, parent, depth)) = stack.pop() {
-            let (tag, descend) = match &dom.node(n).data {
-                NodeData::Text(t) if !t.trim().is_empty() => (text.clone(), false),
-                NodeData::Element(e) => {
-                    if is_dropped(&e.name) {
-                        continue;
-                    }
-                    if is_formatting(&e.name) && parent.is_some() {
-                        // Lift the children into the parent, same depth.
-                        let before = stack.len();
-                        stack.extend(dom.children(n).map(|c| (c, parent, depth)));
-                        stack[before..].reverse();
-                        continue;
-                    }
-                    (e.name.clone(), depth < MAX_TREE_DEPTH)
-                }
-                _ => continue,
-            };
+        walk(dom, root, None, true, |n, tag, parent, depth| {
             while let Some(&top) = open.last() {
                 if self.nodes[top].depth >= depth {
                     self.nodes[top].end = self.nodes.len() as u32;
@@ -126,22 +111,63 @@ impl PageTree {
             }
             let index = self.nodes.len();
             self.nodes.push(PNode {
-                tag,
+                tag: tag.map_or_else(|| text.clone(), LocalName::clone),
                 depth,
                 parent,
                 end: index as u32 + 1,
                 dom: n,
             });
-            if descend {
+            if tag.is_some() {
                 open.push(index);
-                let before = stack.len();
-                stack.extend(dom.children(n).map(|c| (c, Some(index as u32), depth + 1)));
-                stack[before..].reverse();
             }
-        }
+            Some(index as u32)
+        });
         let len = self.nodes.len() as u32;
         for i in open {
             self.nodes[i].end = len;
+        }
+    }
+}
+
+/// Walks the simplified tree of the subtree of `root` in pre-order
+/// without building it (the rules in the module docs): `visit(node, tag,
+/// parent, depth)` sees each kept node (text nodes only with `texts`),
+/// `tag` `None` for a text node, with
+/// the value its parent's visit returned (`top` for the root), and returns
+/// the value its children will see. Elements deeper than
+/// [`MAX_TREE_DEPTH`] are kept without their content.
+pub fn walk<'d, T: Copy>(
+    dom: &'d Dom,
+    root: NodeId,
+    top: T,
+    texts: bool,
+    mut visit: impl FnMut(NodeId, Option<&'d LocalName>, T, u32) -> T,
+) {
+    // (dom node, parent's value, depth, whether the node has a parent);
+    // children pushed in reverse so they pop in document order.
+    let mut stack: Vec<(NodeId, T, u32, bool)> = vec![(root, top, 0, false)];
+    while let Some((n, parent, depth, below_root)) = stack.pop() {
+        match &dom.node(n).data {
+            NodeData::Text(t) if texts && !t.trim().is_empty() => {
+                visit(n, None, parent, depth);
+            }
+            NodeData::Element(e) => {
+                if is_dropped(&e.name) {
+                    continue;
+                }
+                let before = stack.len();
+                if is_formatting(&e.name) && below_root {
+                    // Lift the children into the parent, same depth.
+                    stack.extend(dom.children(n).map(|c| (c, parent, depth, true)));
+                } else {
+                    let mine = visit(n, Some(&e.name), parent, depth);
+                    if depth < MAX_TREE_DEPTH {
+                        stack.extend(dom.children(n).map(|c| (c, mine, depth + 1, true)));
+                    }
+                }
+                stack[before..].reverse();
+            }
+            _ => {}
         }
     }
 }

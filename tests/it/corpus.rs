@@ -272,3 +272,28 @@ fn visible_text_of_the_three_table_shapes_is_kept() {
         assert_eq!(found, total, "{html}: {missing:?}");
     }
 }
+
+/// The DOM sketch a check takes straight from the DOM (no simplified tree)
+/// is the one the tree gives, on every corpus page: stored sketches stay
+/// comparable, and layout drift is measured the same.
+#[test]
+fn the_sketch_taken_from_the_dom_is_the_trees_on_every_corpus_page() {
+    use semclip::page::dom::Dom;
+    use semclip::template::minhash::Sketch;
+    use semclip::template::tree::PageTree;
+    let Some(corpus) = corpus("the_sketch_taken_from_the_dom_is_the_trees_on_every_corpus_page")
+    else {
+        return;
+    };
+    let pages = corpus_pages(&corpus);
+    assert!(pages.len() > 300, "found {} pages", pages.len());
+    let mut differ = Vec::new();
+    for path in &pages {
+        let dom = Dom::parse(&read_page(path));
+        let tree = PageTree::from_dom(&dom);
+        if Sketch::of_dom(&dom) != Sketch::of_tree(&tree, None) {
+            differ.push(path.display().to_string());
+        }
+    }
+    assert!(differ.is_empty(), "sketches differ on {differ:?}");
+}
