@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use semclip::page::browser::{
-    BrowserSettings, Browsers, Job, RenderOptions, RenderRequest, WaitFor,
+    BrowserSettings, Browsers, Job, Ready, RenderOptions, RenderRequest, WaitFor,
 };
 
 fn page(price: &str, hold_ms: u32) -> String {
@@ -122,7 +122,7 @@ async fn main() -> anyhow::Result<()> {
         ..BrowserSettings::default()
     }));
     let options = RenderOptions {
-        wait_for: Some(WaitFor::parse("#quotes td")),
+        wait_for: Some(Ready::Dom(WaitFor::parse("#quotes td"))),
         ..RenderOptions::default()
     };
     let request = |url| RenderRequest {
@@ -131,6 +131,7 @@ async fn main() -> anyhow::Result<()> {
         headers: &[],
         cookies: &[],
         job: Job::Page,
+        hierarchy: None,
         timeout: Duration::from_secs(30),
         max_bytes: 20 << 20,
     };
@@ -180,7 +181,7 @@ async fn main() -> anyhow::Result<()> {
     let mut n = 1;
     while n <= max_tabs {
         let options = RenderOptions {
-            wait_for: Some(WaitFor::parse("#done")),
+            wait_for: Some(Ready::Dom(WaitFor::parse("#done"))),
             ..RenderOptions::default()
         };
         let mut tasks = Vec::new();
@@ -194,6 +195,7 @@ async fn main() -> anyhow::Result<()> {
                         headers: &[],
                         cookies: &[],
                         job: Job::Page,
+                        hierarchy: None,
                         timeout: Duration::from_secs(30),
                         max_bytes: 20 << 20,
                     })

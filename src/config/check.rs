@@ -15,8 +15,8 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
     RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
     RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawServer, RawSession, RawSmtp, RawStep, RawThreshold, RawToken, RawWatch, RawWatchFetch,
-    RawWebhook, Sp,
+    RawServer, RawSession, RawSmtp, RawStep, RawThreshold, RawToken, RawWaitFor, RawWatch,
+    RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
@@ -27,7 +27,7 @@ use super::{
     TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
-use crate::page::browser::{BrowserSettings, RenderOptions, Resource, Step, WaitFor};
+use crate::page::browser::{BrowserSettings, Ready, RenderOptions, Resource, Step, WaitFor};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
@@ -2236,17 +2236,30 @@ fn render_options(f: &RawWatchFetch, cx: &mut Ctx) -> Option<Option<RenderOption
     let mut ok = true;
     let mut options = RenderOptions::default();
     if let Some(w) = &f.wait_for {
-        let spec = w.value.trim();
-        let wait_for = WaitFor::parse(spec);
+        let (spec, hierarchy) = match &w.value {
+            RawWaitFor::Dom(spec) => (spec.trim(), false),
+            RawWaitFor::Hierarchy(xpath) => (xpath.trim(), true),
+        };
+        let xpath = || Sp {
+            value: spec.to_owned(),
+            at: w.at,
+        };
+        let wait_for = if hierarchy {
+            Ready::Hierarchy(spec.to_owned())
+        } else {
+            Ready::Dom(WaitFor::parse(spec))
+        };
         match &wait_for {
             _ if spec.is_empty() => {
                 cx.err(w.at, "fetch.wait_for", "an empty selector");
                 ok = false;
             }
-            WaitFor::XPath(_) => ok &= cx.xpath(w, "fetch.wait_for").is_some(),
+            Ready::Hierarchy(_) | Ready::Dom(WaitFor::XPath(_)) => {
+                ok &= cx.xpath(&xpath(), "fetch.wait_for").is_some();
+            }
             // CSS syntax is the browser's to judge: a selector it cannot
             // parse fails the check with the browser's message.
-            WaitFor::Css(_) => {}
+            Ready::Dom(WaitFor::Css(_)) => {}
         }
         options.wait_for = Some(wait_for);
     }

@@ -165,6 +165,67 @@ impl JsonSchema for RawSecretOrText {
     }
 }
 
+/// A browser watch's `wait_for` as written: text (a CSS selector, or an
+/// XPath over the DOM when it starts like one) or `{hierarchy: XPATH}`.
+#[derive(Debug, Clone)]
+pub(crate) enum RawWaitFor {
+    Dom(String),
+    Hierarchy(String),
+}
+
+impl<'de> Deserialize<'de> for RawWaitFor {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawWaitFor;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a selector, or {hierarchy: XPATH}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawWaitFor, E> {
+                Ok(RawWaitFor::Dom(v.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawWaitFor, A::Error> {
+                let mut found = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "hierarchy" {
+                        return Err(de::Error::custom(format!(
+                            "unknown field `{key}`, expected `hierarchy`"
+                        )));
+                    }
+                    if found.is_some() {
+                        return Err(de::Error::custom("duplicate field `hierarchy`"));
+                    }
+                    found = Some(map.next_value::<String>()?);
+                }
+                found
+                    .map(RawWaitFor::Hierarchy)
+                    .ok_or_else(|| de::Error::custom("missing field `hierarchy`"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for RawWaitFor {
+    fn schema_name() -> Cow<'static, str> {
+        "WaitFor".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "What must match before a rendered page is taken: a CSS selector, or an XPath over the DOM when it starts with /, (, ./ or .. (text); or an XPath over the page's hierarchy ({hierarchy: XPATH}), judged as XPath's boolean() on the hierarchy built from the DOM, again at DOM mutations (at most every 250 ms).",
+            "oneOf": [
+                {"type": "string"},
+                {
+                    "type": "object",
+                    "properties": {"hierarchy": {"type": "string", "description": "An XPath over the page's hierarchy."}},
+                    "required": ["hierarchy"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
 /// A chat id as written: text (`@channel`) or a number (`-100123`).
 #[derive(Debug, Clone)]
 pub(crate) struct RawChatId(pub String);
@@ -777,8 +838,8 @@ pub(crate) struct RawWatchFetch {
     pub proxy: Option<Sp<String>>,
     /// How the page is loaded: http (default: the server's HTML as sent) or browser (rendered by the daemon's local Chromium, JavaScript run; http and https URLs only).
     pub render: Option<Sp<String>>,
-    /// With render: browser, what must match in the rendered DOM before the page is taken: a CSS selector, or an XPath over the DOM when it starts with /, (, ./ or ..; waited for until `timeout`. Default: the page is taken at its load event.
-    pub wait_for: Option<Sp<String>>,
+    /// With render: browser, what must match before the page is taken, waited for until `timeout`: a CSS selector or an XPath over the DOM (text), or {hierarchy: XPATH}, an XPath over the page's hierarchy. Default: the page is taken at its load event.
+    pub wait_for: Option<Sp<RawWaitFor>>,
     /// With render: browser, the viewport as WIDTHxHEIGHT in CSS pixels. Default: 1280x800.
     pub viewport: Option<Sp<String>>,
     /// With render: browser, the subresources not loaded: any of images, fonts, media. Default: all three.

@@ -34,7 +34,7 @@ use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
-use crate::page::browser::{Browsers, Job, RenderOptions, RenderRequest, Rendered};
+use crate::page::browser::{Browsers, DomTest, Job, Ready, RenderOptions, RenderRequest, Rendered};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::page::session::BrowserCookie;
@@ -316,7 +316,11 @@ async fn checked(
             Some(error) => Err(error),
             None => match &watch.fetch.render {
                 Some(options) => {
-                    render(engine, watch, options, session.as_deref(), now, dry_run).await
+                    let session = session.as_deref();
+                    match revalidate(engine, session, &mut request, now, dry_run).await {
+                        Some(answered) => answered,
+                        None => render(engine, watch, options, session, now, dry_run).await,
+                    }
                 }
                 None => {
                     fetch_in_session(engine, session.as_deref(), &mut request, now, dry_run).await
@@ -447,6 +451,7 @@ async fn log_in(
                     headers: &request.headers,
                     cookies: &given,
                     job: Job::Login(steps),
+                    hierarchy: None,
                     timeout: request.opts.request_timeout,
                     max_bytes: request.opts.max_body_bytes,
                 },
@@ -675,15 +680,47 @@ fn queue(watch: &Watch, alerts: &[Alert]) -> Vec<Queued> {
     out
 }
 
+/// The conditional request before a render, when the watch has stored
+/// validators (an `ETag` or `Last-Modified` of the page's own response,
+/// kept from the last render, and a snapshot to fall back on): sent
+/// through the same client, host limits and session jar as an HTTP
+/// watch's. `Some` answer ends the check's fetch: a 304 (unchanged, no
+/// render), or a failure (a block is judged as for any fetch). `None`:
+/// the page changed or there is nothing to revalidate with; render it.
+///
+/// Decision: on a 200 the browser navigates to the page itself rather
+/// than being handed the body just fetched (`setContent`): a page's
+/// scripts need its real origin (relative URLs, same-origin requests,
+/// its cookies), which handing over a body would only give through
+/// intercepting the tab's requests, an event loop per tab that the
+/// supervision keeps out. The cost is the page fetched twice when it
+/// changed; an unchanged page costs one 304 and no browser at all.
+async fn revalidate(
+    engine: &Engine,
+    session: Option<&Session>,
+    request: &mut PageRequest,
+    now: SystemTime,
+    dry_run: bool,
+) -> Option<Result<Fetched, SourceError>> {
+    if request.etag.is_none() && request.last_modified.is_none() {
+        return None;
+    }
+    match fetch_in_session(engine, session, request, now, dry_run).await {
+        Ok(Fetched::Page { .. }) => None,
+        answered => Some(answered),
+    }
+}
+
 /// Renders a `render: browser` watch's page in the daemon's browser.
 /// The tab starts with the session's cookies (the stored jar read first
 /// when it changed) and the watch's own `fetch.cookies`; what the page did
 /// to the session's cookies goes back into the jar, written right after
-/// (not in a dry run), as after an HTTP fetch. The rendered DOM has no
-/// validators: every render is a full page.
+/// (not in a dry run), as after an HTTP fetch. The validators of the
+/// page's own response are kept for the next check's conditional request
+/// ([`revalidate`]).
 async fn render(
     engine: &Engine,
-    watch: &Watch,
+    watch: &Arc<Watch>,
     options: &RenderOptions,
     session: Option<&Session>,
     now: SystemTime,
@@ -717,6 +754,15 @@ async fn render(
         })
         .collect();
     given.extend(own.iter().cloned());
+    let hierarchy = match &options.wait_for {
+        Some(Ready::Hierarchy(xpath)) => Some(HierarchyTest {
+            workers: &engine.workers,
+            watch: Arc::clone(watch),
+            xpath: xpath.clone(),
+            limits: engine.daemon.limits.page,
+        }),
+        _ => None,
+    };
     let rendered = browse(
         engine,
         RenderRequest {
@@ -725,6 +771,7 @@ async fn render(
             headers: &watch.fetch.headers,
             cookies: &given,
             job: Job::Page,
+            hierarchy: hierarchy.as_ref().map(|t| t as &dyn DomTest),
             timeout: watch.fetch.timeout,
             max_bytes: watch.fetch.max_body,
         },
@@ -752,16 +799,75 @@ async fn render(
                 .await;
         }
     }
-    let html = rendered?.html;
+    let rendered = rendered?;
     Ok(Fetched::Page {
         page: RawPage {
-            bytes: html.into_bytes(),
+            bytes: rendered.html.into_bytes(),
             content_type: Some("text/html; charset=utf-8".to_owned()),
             url: Some(url.clone()),
         },
-        etag: None,
-        last_modified: None,
+        etag: rendered.etag,
+        last_modified: rendered.last_modified,
     })
+}
+
+/// A `wait_for` over the hierarchy: the rendered DOM built into the
+/// page's hierarchy by the check's own builder ([`watch_page::build_page`],
+/// the watch's clips included, within the page budget) on a worker
+/// thread, and the XPath judged as XPath's `boolean()` judges it (a
+/// node-set not empty, a comparison true), so `count(//row) > 2` waits
+/// for the third row. Decisions: region clips start without their stored
+/// wrappers and a learned template is not applied (both live in the
+/// store, and the XPath is about what the page shows, not what the watch
+/// keeps of it); the check builds the hierarchy again from the DOM taken
+/// (the page is judged and stored exactly as any other).
+#[derive(Debug)]
+struct HierarchyTest<'e> {
+    workers: &'e Workers,
+    watch: Arc<Watch>,
+    xpath: String,
+    limits: PageLimits,
+}
+
+impl DomTest for HierarchyTest<'_> {
+    fn matches(
+        &self,
+        html: Arc<str>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + '_>>
+    {
+        let watch = Arc::clone(&self.watch);
+        let xpath = self.xpath.clone();
+        let limits = self.limits;
+        Box::pin(async move {
+            let judged = self.workers.run(move || {
+                let budget = Budget::new(limits);
+                let url = watch.url.to_string();
+                let page = watch_page::build_page(
+                    &html,
+                    Some(&url),
+                    &watch,
+                    &std::collections::BTreeMap::new(),
+                    None,
+                    &budget,
+                )
+                .map_err(|exceeded| exceeded.to_string())?;
+                Ok(holds(&Evaluator::new(&page.hierarchy), &xpath))
+            });
+            judged.await.map_err(|panicked| panicked.to_string())?
+        })
+    }
+}
+
+/// Whether `xpath` holds on the hierarchy of `ev`, as XPath's `boolean()`
+/// of its value: natively when it is a path the flat evaluator takes,
+/// else by libxml2. An XPath that fails to evaluate does not hold.
+fn holds(ev: &Evaluator<'_>, xpath: &str) -> bool {
+    if let Some(hits) = ev.flat().select(xpath) {
+        return !hits.is_empty();
+    }
+    ev.doc()
+        .and_then(|doc| doc.evaluate(xpath))
+        .is_ok_and(|value| value.to_boolean())
 }
 
 /// Renders `req` in the daemon's browser, under the same fence and
@@ -891,10 +997,15 @@ impl<'a> Work<'a> {
         match fetched {
             Err(error) => {
                 let message = error_chain(&error);
-                self.failed(&message, settings.alert_after);
                 let outcome = match error {
-                    SourceError::Blocked { .. } => PageOutcome::Blocked(message),
-                    _ => PageOutcome::Failed(message),
+                    SourceError::Blocked { blocked, .. } => {
+                        self.blocked(&message, blocked.reason, settings.alert_after);
+                        PageOutcome::Blocked(message)
+                    }
+                    _ => {
+                        self.failed(&message, settings.alert_after);
+                        PageOutcome::Failed(message)
+                    }
                 };
                 Ok((outcome, None, None))
             }
@@ -1000,8 +1111,9 @@ impl<'a> Work<'a> {
         }
         if let Some(xpath) = first_selecting(&self.watch.blocked, &page.hierarchy) {
             // A challenge served as a page: never compared, never stored.
-            let message = format!("blocked: the page matches the watch's blocked XPath `{xpath}`");
-            self.failed(&message, settings.alert_after);
+            let reason = format!("the page matches the watch's blocked XPath `{xpath}`");
+            let message = format!("blocked: {reason}");
+            self.blocked(&message, reason, settings.alert_after);
             return Ok((PageOutcome::Blocked(message), None, None));
         }
         let prepared =
@@ -1100,10 +1212,19 @@ impl<'a> Work<'a> {
         }
     }
 
+    /// A blocked check: a failure (`message` its error) whose `reason`
+    /// is kept apart in the status, so status pages and the API tell a
+    /// block from a broken page.
+    fn blocked(&mut self, message: &str, reason: String, alert_after: u32) {
+        self.failed(message, alert_after);
+        self.status.blocked = Some(reason);
+    }
+
     fn failed(&mut self, message: &str, alert_after: u32) {
         tracing::warn!(watch = %self.watch.id, error = %message, "check failed");
         self.status.failures = self.status.failures.saturating_add(1);
         self.status.last_error = Some(message.to_owned());
+        self.status.blocked = None;
         if self.status.failures >= alert_after.max(1) && !self.status.failing_alerted {
             self.status.failing_alerted = true;
             let mut alert = self.alert(
@@ -1133,6 +1254,7 @@ impl<'a> Work<'a> {
         self.status.failures = 0;
         self.status.failing_alerted = false;
         self.status.last_error = None;
+        self.status.blocked = None;
         self.status.last_success = Some(self.now);
     }
 

@@ -32,7 +32,12 @@
 //!   started here, not by the crate, so that it runs in its own process
 //!   group that can be killed whole (see README, "JavaScript pages").
 //! - `wait_for` is evented, not polled: a `MutationObserver` in the page
-//!   resolves a promise when the selector first matches.
+//!   resolves a promise when the selector first matches. A `wait_for`
+//!   over the *hierarchy* ([`Ready::Hierarchy`]) cannot be judged in the
+//!   page: the DOM is taken, handed to the caller's [`DomTest`] (which
+//!   builds the hierarchy; this module knows nothing of hierarchies), and
+//!   when it does not match, taken again at the next DOM mutation, at most
+//!   once per [`REBUILD_EVERY`], until the deadline.
 //! - Images, fonts and media are blocked by URL pattern (file extensions),
 //!   which misses such resources served without one: the cheap, stateless
 //!   choice (blocking by resource type needs request interception, an
@@ -54,9 +59,10 @@ use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    BlockPattern, CookieParam, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
-    TimeSinceEpoch,
+    BlockPattern, CookieParam, EventResponseReceived, Headers, ResourceType, SetBlockedUrLsParams,
+    SetExtraHttpHeadersParams, TimeSinceEpoch,
 };
+use chromiumoxide::cdp::browser_protocol::page::FrameId;
 use chromiumoxide::cdp::browser_protocol::storage::{
     GetCookiesParams as StorageGetCookies, SetCookiesParams as StorageSetCookies,
 };
@@ -65,7 +71,7 @@ use chromiumoxide::cdp::browser_protocol::target::{
 };
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::handler::HandlerConfig;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::{Semaphore, watch};
@@ -215,12 +221,52 @@ impl Resource {
     }
 }
 
+/// What must hold before a rendered page is taken (a watch's
+/// `fetch.wait_for`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ready {
+    /// A selector matching in the DOM, judged in the page.
+    Dom(WaitFor),
+    /// An XPath over the page's hierarchy, judged by the render's
+    /// [`RenderRequest::hierarchy`] test on the DOM taken.
+    Hierarchy(String),
+}
+
+impl std::fmt::Display for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ready::Dom(selector) => selector.fmt(f),
+            Ready::Hierarchy(xpath) => write!(f, "hierarchy: {xpath}"),
+        }
+    }
+}
+
+/// A test of a rendered DOM that needs a later stage than this module (a
+/// `wait_for` XPath over the hierarchy): the serialised DOM in, whether it
+/// matches out, or why it cannot be judged (a page over its budget),
+/// which fails the render.
+pub trait DomTest: Send + Sync + std::fmt::Debug {
+    /// Whether `html` matches.
+    fn matches(
+        &self,
+        html: Arc<str>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool, String>> + Send + '_>>;
+}
+
+/// The shortest time between two DOMs taken for a hierarchy `wait_for`:
+/// the DOM is taken again at the first mutation after a miss, but never
+/// sooner than this after the previous one, so a page that mutates
+/// without end (a ticker, an animation) costs at most one serialisation
+/// and one hierarchy build per 250 ms of its deadline, each within the
+/// page budget, not one per mutation.
+pub const REBUILD_EVERY: Duration = Duration::from_millis(250);
+
 /// A watch's render options (`fetch: {render: browser, ...}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderOptions {
     /// What must match before the page is taken; `None`: the page is taken
     /// at its `load` event.
-    pub wait_for: Option<WaitFor>,
+    pub wait_for: Option<Ready>,
     /// The viewport, width and height in CSS pixels.
     pub viewport: (u32, u32),
     /// Subresources not loaded.
@@ -301,6 +347,9 @@ pub struct RenderRequest<'a> {
     pub cookies: &'a [BrowserCookie],
     /// What to do once the page has loaded.
     pub job: Job<'a>,
+    /// The test of a [`Ready::Hierarchy`] `wait_for`; without one such a
+    /// render fails.
+    pub hierarchy: Option<&'a dyn DomTest>,
     /// The whole render's deadline, waiting for a tab included.
     pub timeout: Duration,
     /// The largest rendered DOM accepted, in bytes.
@@ -318,6 +367,12 @@ pub struct Rendered {
     /// The cookies the tab's browser context held at the end: those it was
     /// given, as the page left them, and those it got.
     pub cookies: Vec<BrowserCookie>,
+    /// The `ETag` of the page's own response (the last document the tab
+    /// navigated to), if it had one: the validator of the next check's
+    /// conditional request.
+    pub etag: Option<String>,
+    /// The `Last-Modified` of the page's own response, if it had one.
+    pub last_modified: Option<String>,
 }
 
 /// Why a render failed.
@@ -916,9 +971,16 @@ async fn load(
                 .await
                 .map_err(protocol("setting headers"))?;
         }
+        let mut responses = page
+            .event_listener::<EventResponseReceived>()
+            .await
+            .map_err(protocol("listening for responses"))?;
         page.goto(req.url.as_str())
             .await
             .map_err(protocol("loading the page"))?;
+        let main = page.mainframe().await.ok().flatten();
+        let (etag, last_modified) = document_validators(&mut responses, main.as_ref());
+        drop(responses);
         let html = match req.job {
             Job::Page => take_page(page, req, deadline).await?,
             Job::Login(steps) => {
@@ -931,12 +993,44 @@ async fn load(
             html,
             given,
             cookies,
+            etag,
+            last_modified,
         })
     };
     tokio::select! {
         result = work => result,
         _ = crashed.next() => Err(BrowserError::Crashed),
     }
+}
+
+/// The `ETag` and `Last-Modified` of the last document response of the
+/// main frame `main` among the responses heard so far (the navigation's
+/// own, after any redirects; the driver hands each event to the listener
+/// before the navigation it belongs to completes).
+fn document_validators(
+    responses: &mut chromiumoxide::listeners::EventStream<EventResponseReceived>,
+    main: Option<&FrameId>,
+) -> (Option<String>, Option<String>) {
+    let mut found = (None, None);
+    while let Some(Some(event)) = responses.next().now_or_never() {
+        if event.r#type != ResourceType::Document || event.frame_id.as_ref() != main {
+            continue;
+        }
+        let header = |name: &str| {
+            event
+                .response
+                .headers
+                .inner()
+                .as_object()?
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))?
+                .1
+                .as_str()
+                .map(str::to_owned)
+        };
+        found = (header("etag"), header("last-modified"));
+    }
+    found
 }
 
 /// The cookies the browser context `context` holds.
@@ -965,31 +1059,125 @@ async fn take_page(
     req: RenderRequest<'_>,
     deadline: Instant,
 ) -> Result<String, BrowserError> {
-    if let Some(wait_for) = &req.options.wait_for {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let matched = timeout_at(deadline, evaluate::<bool>(page, &wait_script(wait_for)))
+    let html = match &req.options.wait_for {
+        None => evaluate::<String>(page, SERIALISE)
             .await
-            .map_err(|_| BrowserError::WaitFor {
-                wait_for: wait_for.to_string(),
-                timeout: req.timeout,
-            })?
-            .map_err(protocol("waiting for wait_for"))?;
-        if !matched {
-            return Err(BrowserError::WaitFor {
-                wait_for: wait_for.to_string(),
-                timeout: remaining,
-            });
+            .map_err(protocol("reading the DOM"))?,
+        Some(ready) => {
+            let waited = async {
+                match (ready, req.hierarchy) {
+                    (Ready::Dom(wait_for), _) => wait_dom(page, wait_for).await,
+                    (Ready::Hierarchy(_), Some(test)) => {
+                        wait_hierarchy(page, test, req.max_bytes, deadline).await
+                    }
+                    (Ready::Hierarchy(_), None) => Err(BrowserError::Page {
+                        step: "waiting for wait_for",
+                        reason: "no hierarchy test was given".into(),
+                    }),
+                }
+            };
+            timeout_at(deadline, waited)
+                .await
+                .map_err(|_| BrowserError::WaitFor {
+                    wait_for: ready.to_string(),
+                    timeout: req.timeout,
+                })??
         }
-    }
-    let html = evaluate::<String>(page, SERIALISE)
-        .await
-        .map_err(protocol("reading the DOM"))?;
+    };
     if html.len() as u64 > req.max_bytes {
         return Err(BrowserError::TooLarge {
             limit: req.max_bytes,
         });
     }
     Ok(html)
+}
+
+/// Waits (evented, in the page) until the selector `wait_for` matches,
+/// then serialises the DOM.
+async fn wait_dom(page: &chromiumoxide::Page, wait_for: &WaitFor) -> Result<String, BrowserError> {
+    evaluate::<bool>(page, &wait_script(wait_for))
+        .await
+        .map_err(protocol("waiting for wait_for"))?;
+    evaluate::<String>(page, SERIALISE)
+        .await
+        .map_err(protocol("reading the DOM"))
+}
+
+/// Takes the DOM until `test` finds it ready: at once, then after each
+/// miss at the next DOM mutation (or at once if one came meanwhile), at
+/// most once per [`REBUILD_EVERY`]. A document replaced by a navigation
+/// is taken anew. Runs until `test` matches; the caller holds the
+/// deadline.
+async fn wait_hierarchy(
+    page: &chromiumoxide::Page,
+    test: &dyn DomTest,
+    max_bytes: u64,
+    deadline: Instant,
+) -> Result<String, BrowserError> {
+    // The document and mutation count the last DOM taken was at.
+    let mut seen = (String::new(), -1i64);
+    let mut last: Option<Instant> = None;
+    loop {
+        if let Some(at) = last {
+            tokio::time::sleep_until((at + REBUILD_EVERY).min(deadline)).await;
+        }
+        let taken: (String, i64, String) = match evaluate(page, &next_dom_script(&seen)).await {
+            Ok(taken) => taken,
+            Err(error) => match protocol("waiting for wait_for")(error) {
+                BrowserError::Page { ref reason, .. } if navigated(reason) => {
+                    tokio::time::sleep(NAVIGATION_RETRY).await;
+                    continue;
+                }
+                error => return Err(error),
+            },
+        };
+        let (document, mutations, html) = taken;
+        if html.len() as u64 > max_bytes {
+            return Err(BrowserError::TooLarge { limit: max_bytes });
+        }
+        last = Some(Instant::now());
+        let html: Arc<str> = html.into();
+        let matched =
+            test.matches(Arc::clone(&html))
+                .await
+                .map_err(|reason| BrowserError::Page {
+                    step: "waiting for wait_for",
+                    reason,
+                })?;
+        if matched {
+            return Ok(html.to_string());
+        }
+        seen = (document, mutations);
+    }
+}
+
+/// A promise of `[document, mutations, DOM]` once the page differs from
+/// `seen` (another document, or mutations since): at once when it does,
+/// else at its next mutation. The first call installs a
+/// `MutationObserver` that counts mutations for the document's life;
+/// installing and serialising in one task means no mutation falls between
+/// them.
+fn next_dom_script(seen: &(String, i64)) -> String {
+    let (document, mutations) = seen;
+    let document = js_string(document);
+    format!(
+        "new Promise((resolve) => {{
+            let s = window.__semclipReady;
+            if (!s) {{
+                s = {{ id: Math.random().toString(36).slice(2), n: 0, wake: null }};
+                window.__semclipReady = s;
+                new MutationObserver(() => {{
+                    s.n++;
+                    const wake = s.wake;
+                    s.wake = null;
+                    if (wake) wake();
+                }}).observe(document, {{ childList: true, subtree: true, attributes: true, characterData: true }});
+            }}
+            const take = () => resolve([s.id, s.n, {SERIALISE}]);
+            if (s.id !== {document} || s.n !== {mutations}) {{ take(); return; }}
+            s.wake = take;
+        }})"
+    )
 }
 
 /// How long a login step waits before trying again when the page it

@@ -46,7 +46,7 @@ pub struct WatchSummary {
     pub title: Option<String>,
     /// The watched page; absent for a watch only the store still knows.
     pub url: Option<String>,
-    /// `pending` (never checked), `ok`, `failing`, or `removed` (no longer in the watch files).
+    /// `pending` (never checked), `ok`, `failing`, `blocked` (failing: the last check got a bot challenge, a rate limit or a page matching the watch's `blocked` XPaths instead of the page), or `removed` (no longer in the watch files).
     pub state: String,
     /// The last check, successful or not.
     pub last_check: Option<String>,
@@ -60,6 +60,8 @@ pub struct WatchSummary {
     pub failures: u32,
     /// The last error while failing.
     pub last_error: Option<String>,
+    /// Why the last check was blocked, while `state` is `blocked`.
+    pub blocked: Option<String>,
     /// Snapshots stored.
     pub snapshots: usize,
     /// Thresholds defined.
@@ -207,6 +209,11 @@ pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
         next_run: r.next_run.map(rfc3339),
         failures: r.failures,
         last_error: r.last_error,
+        blocked: g
+            .statuses
+            .get(id)
+            .filter(|s| s.failures > 0)
+            .and_then(|s| s.blocked.clone()),
         snapshots: g.states.get(id).map_or(0, |s| s.snapshots),
         thresholds: r.thresholds,
         alarms: r.alarms,

@@ -64,7 +64,7 @@ td.url,.err{word-break:break-all}
 time{white-space:nowrap}
 .badge{display:inline-block;padding:0 .55em;border-radius:1em;font-size:.8rem;font-weight:600;line-height:1.6;color:#fff;background:var(--grey);white-space:nowrap}
 .state-ok,.threshold-normal,.kind-insert,.kind-first{background:var(--ok)}
-.state-failing,.threshold-alarm,.kind-delete{background:var(--fail)}
+.state-failing,.state-blocked,.threshold-alarm,.kind-delete{background:var(--fail)}
 .state-pending,.threshold-lost,.kind-move{background:var(--warn)}
 .kind-update{background:var(--link)}
 .alarm{color:var(--fail);font-weight:600}
@@ -106,7 +106,11 @@ li.change.current{border-color:var(--link);box-shadow:0 0 0 1px var(--link)}
 
 /// The overview page of all watches.
 pub fn overview(rows: &[WatchRow], replicas: Option<&ReplicaSummary>, now: SystemTime) -> String {
-    let failing = rows.iter().filter(|r| r.health == Health::Failing).count();
+    // A blocked watch is failing too (its badge says why).
+    let failing = rows
+        .iter()
+        .filter(|r| matches!(r.health, Health::Failing | Health::Blocked))
+        .count();
     let alarms: usize = rows.iter().map(|r| r.alarms).sum();
     let body = html! {
         h1 { "semclip status" }

@@ -15,6 +15,10 @@ pub enum Health {
     Ok,
     /// The last check failed (`failures` in a row).
     Failing,
+    /// The last check failed as *blocked*: a bot challenge, a rate limit
+    /// or a page matching the watch's `blocked` XPaths answered instead of
+    /// the page (the store keeps the reason).
+    Blocked,
     /// In the store but no longer in the watch files.
     Removed,
 }
@@ -27,6 +31,7 @@ impl Health {
             _ if !configured => Health::Removed,
             None => Health::Pending,
             Some(s) if s.last_attempt.is_none() => Health::Pending,
+            Some(s) if s.failures > 0 && s.blocked.is_some() => Health::Blocked,
             Some(s) if s.failures > 0 => Health::Failing,
             Some(_) => Health::Ok,
         }
@@ -39,6 +44,7 @@ impl Health {
             Health::Pending => "pending",
             Health::Ok => "ok",
             Health::Failing => "failing",
+            Health::Blocked => "blocked",
             Health::Removed => "removed",
         }
     }
@@ -135,4 +141,29 @@ pub struct WatchPage {
     pub layout: Vec<ChangeView>,
     /// Its thresholds, in file order.
     pub thresholds: Vec<ThresholdView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocked_failure_is_its_own_state_and_a_success_clears_it() {
+        let status = |failures: u32, blocked: Option<&str>| WatchStatus {
+            watch: "w".into(),
+            last_attempt: Some(SystemTime::UNIX_EPOCH),
+            failures,
+            blocked: blocked.map(str::to_owned),
+            ..WatchStatus::default()
+        };
+        let of = |s: &WatchStatus| Health::of(true, Some(s)).name();
+        assert_eq!(of(&status(1, Some("rate limited (HTTP 429)"))), "blocked");
+        assert_eq!(of(&status(2, None)), "failing");
+        // A reason left over without a failure is not a state.
+        assert_eq!(of(&status(0, Some("rate limited (HTTP 429)"))), "ok");
+        assert_eq!(
+            Health::of(false, Some(&status(1, Some("x")))).name(),
+            "removed"
+        );
+    }
 }

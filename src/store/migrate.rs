@@ -96,6 +96,7 @@ pub(crate) const TABLES: &[Table] = {
                 ("evaluated", Text),
                 ("body_hash", Text),
                 ("rejected_body", Text),
+                ("blocked", Text),
             ],
             identity: false,
         },

@@ -123,7 +123,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 use sql::{Db, Row, args};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -275,6 +275,9 @@ const MIGRATIONS: &[&str] = &[
         updated_at   INTEGER NOT NULL,
         logged_in_at INTEGER
     ) STRICT;",
+    // 8: why the last check was blocked (a bot challenge, a rate limit, a
+    // page matching the watch's `blocked` XPaths), when it was.
+    "ALTER TABLE watch_status ADD COLUMN blocked TEXT;",
 ];
 
 /// What a snapshot blob holds (the `format` column).

@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -204,6 +204,8 @@ const MIGRATIONS: &[&str] = &[
         published   BIGINT NOT NULL,
         heartbeat   BIGINT NOT NULL
     );",
+    // 5: why the last check was blocked, as SQLite's schema 8.
+    "ALTER TABLE watch_status ADD COLUMN blocked TEXT;",
 ];
 
 // Each migration raises the version by one.

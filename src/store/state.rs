@@ -59,6 +59,11 @@ pub struct WatchStatus {
     /// budget (see [`crate::page::budget`]): the same bytes again are refused
     /// without being parsed.
     pub rejected_body: Option<String>,
+    /// Why the last check was *blocked* (a bot challenge, a rate limit, a
+    /// page matching the watch's `blocked` XPaths: see
+    /// [`crate::page::blocked`]), when it was; `None` after any other
+    /// outcome. The full message is `last_error`.
+    pub blocked: Option<String>,
 }
 
 /// The state of a threshold. Stored as its name ([`Level::as_str`]), the
@@ -225,7 +230,7 @@ fn millis_of(d: Duration) -> i64 {
 }
 
 const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
-     failures, failing_alerted, last_error, evaluated, body_hash, rejected_body";
+     failures, failing_alerted, last_error, evaluated, body_hash, rejected_body, blocked";
 
 type StatusRow = (
     String,
@@ -236,6 +241,7 @@ type StatusRow = (
     Option<i64>,
     i64,
     bool,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -256,6 +262,7 @@ fn status_row(mut row: Row) -> Result<StatusRow, DbError> {
         row.get(9)?,
         row.get(10)?,
         row.get(11)?,
+        row.get(12)?,
     ))
 }
 
@@ -286,6 +293,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         ev,
         body,
         rejected,
+        blocked,
     ) = row;
     let corrupt = |source| StoreError::CorruptWatch {
         watch: watch.clone(),
@@ -303,6 +311,7 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
         evaluated: ev,
         body_hash: body,
         rejected_body: rejected,
+        blocked,
         watch,
     })
 }
@@ -314,14 +323,14 @@ fn write_status(db: Db<'_>, s: &WatchStatus) -> Result<(), StoreError> {
     db.execute(
         &format!(
             "INSERT INTO watch_status ({STATUS_COLUMNS})
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
              ON CONFLICT (watch) DO UPDATE SET
                next_run = excluded.next_run, etag = excluded.etag,
                last_modified = excluded.last_modified, last_attempt = excluded.last_attempt,
                last_success = excluded.last_success, failures = excluded.failures,
                failing_alerted = excluded.failing_alerted, last_error = excluded.last_error,
                evaluated = excluded.evaluated, body_hash = excluded.body_hash,
-               rejected_body = excluded.rejected_body"
+               rejected_body = excluded.rejected_body, blocked = excluded.blocked"
         ),
         args![
             &s.watch,
@@ -335,7 +344,8 @@ fn write_status(db: Db<'_>, s: &WatchStatus) -> Result<(), StoreError> {
             &s.last_error,
             &s.evaluated,
             &s.body_hash,
-            &s.rejected_body
+            &s.rejected_body,
+            &s.blocked
         ],
     )
     .map_err(|source| watch_error(&s.watch, "write the status of", source))?;

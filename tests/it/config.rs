@@ -544,6 +544,21 @@ fn browser_render_options_are_checked() {
             "url: https://example.org/\nschedule: {every: 1h}\n\
              fetch: {render: browser, wait_for: \"#quotes td\", viewport: 390x844, block: [fonts], timeout: 20s}\n",
         ),
+        (
+            "watches/tree.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\n\
+             fetch: {render: browser, wait_for: {hierarchy: \"count(//table[@label='Shares']/row) > 2\"}}\n",
+        ),
+        (
+            "watches/tree-bad.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\n\
+             fetch: {render: browser, wait_for: {hierarchy: \"//row[\"}}\n",
+        ),
+        (
+            "watches/tree-form.yaml",
+            "url: https://example.org/\nschedule: {every: 1h}\n\
+             fetch: {render: browser, wait_for: {css: \"#q\"}}\n",
+        ),
     ]);
     let out = validate(dir.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(2));
@@ -564,9 +579,28 @@ fn browser_render_options_are_checked() {
             "missing `{expected}` in:\n{stderr}"
         );
     }
+    // A hierarchy `wait_for` is an XPath compiled like any other; its
+    // map takes only `hierarchy`.
+    let line = |file: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(file))
+            .copied()
+            .unwrap_or_default()
+    };
+    let bad = line("watches/tree-bad.yaml:3:");
     assert!(
-        !stderr.contains("good.yaml"),
-        "the valid watch has no problem: {stderr}"
+        bad.contains("fetch.wait_for: invalid XPath at column"),
+        "{stderr}"
+    );
+    let form = line("watches/tree-form.yaml:3:");
+    assert!(
+        form.contains("unknown field `css`, expected `hierarchy`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("good.yaml") && !stderr.contains("watches/tree.yaml"),
+        "the valid watches have no problem: {stderr}"
     );
 }
 

@@ -9,6 +9,7 @@ use semclip::store::{OutboxState, Store};
 
 use crate::fixture::Site;
 use crate::harness::{Reply, SmtpServer, WebhookReceiver};
+use crate::serve::{Client, repo_xslt};
 use crate::util::{describe, semclip};
 
 /// The GAZP threshold every test watch uses.
@@ -273,7 +274,12 @@ fn a_challenge_is_blocked_not_data_and_its_retry_after_holds_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let page = "/quotes.html";
-    setup(dir, "", &[("quotes", quotes_watch(&site.url(page), "log"))]);
+    let listen = format!("listen: 127.0.0.1:0\nserver:\n  xslt: {}\n", repo_xslt());
+    setup(
+        dir,
+        &listen,
+        &[("quotes", quotes_watch(&site.url(page), "log"))],
+    );
     let daemon = Daemon::start(dir);
     daemon.wait_log("outcome=first", Duration::from_secs(30));
     // The site turns into a bot wall (503, a challenge page whose table
@@ -285,6 +291,25 @@ fn a_challenge_is_blocked_not_data_and_its_retry_after_holds_the_host() {
     assert!(
         error.starts_with("blocked: ") && error.contains("Cloudflare challenge (HTTP 503)"),
         "{error}"
+    );
+    // Stored as a block, with its reason, and shown as one by the API and
+    // the status page.
+    assert_eq!(
+        status.blocked.as_deref(),
+        Some("Cloudflare challenge (HTTP 503)")
+    );
+    let c = Client::new(daemon.port());
+    let api: serde_json::Value =
+        serde_json::from_str(&c.get("/api/watches/quotes", &[]).body).unwrap();
+    assert_eq!(api["watch"]["state"], "blocked", "{api}");
+    assert_eq!(api["watch"]["blocked"], "Cloudflare challenge (HTTP 503)");
+    let overview = c.get("/status", &[]);
+    assert!(
+        overview
+            .body
+            .contains("class=\"badge state-blocked\">blocked</span>"),
+        "{}",
+        overview.body
     );
     std::thread::sleep(Duration::from_secs(7));
     site.set_blocked(false);
@@ -321,6 +346,7 @@ fn a_challenge_is_blocked_not_data_and_its_retry_after_holds_the_host() {
     let status = store.status("quotes").unwrap().unwrap();
     assert_eq!(status.failures, 0);
     assert_eq!(status.last_error, None);
+    assert_eq!(status.blocked, None);
     assert!(
         log.contains("outcome=blocked") && !log.contains("retrying"),
         "{log}"

@@ -13,10 +13,10 @@ use crate::util::chromium;
 const GAZP_ROW: &str = "//table[@label='Shares']/row[@key='GAZP']";
 
 /// A response, read whole.
-struct Got {
-    status: u16,
+pub struct Got {
+    pub status: u16,
     headers: reqwest::header::HeaderMap,
-    body: String,
+    pub body: String,
 }
 
 impl Got {
@@ -29,14 +29,14 @@ impl Got {
 }
 
 /// A blocking HTTP client for the tests (reqwest on a private runtime).
-struct Client {
+pub struct Client {
     rt: tokio::runtime::Runtime,
     http: reqwest::Client,
     base: String,
 }
 
 impl Client {
-    fn new(port: u16) -> Client {
+    pub fn new(port: u16) -> Client {
         Client {
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -77,7 +77,7 @@ impl Client {
         self.try_send(method, path, headers).unwrap()
     }
 
-    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Got {
+    pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Got {
         self.send(reqwest::Method::GET, path, headers)
     }
 
@@ -100,7 +100,7 @@ impl Client {
     }
 }
 
-fn repo_xslt() -> String {
+pub fn repo_xslt() -> String {
     format!("{}/xslt", env!("CARGO_MANIFEST_DIR"))
 }
 
