@@ -80,13 +80,16 @@ fresh AS (INSERT INTO watch_claim (watch, owner, lease_until, next_run)
   FROM (SELECT next_run, next_run IS NULL OR next_run <= 9000000000000000 AS due FROM stored) d
   ON CONFLICT (watch) DO NOTHING
   RETURNING CAST(NULL AS TEXT) AS owner, CAST(NULL AS BIGINT) AS lease_until, next_run, owner IS NOT NULL AS taken),
-found AS (SELECT owner, lease_until, next_run FROM watch_claim WHERE watch = 'p' || :w FOR UPDATE SKIP LOCKED),
+found AS (SELECT owner, lease_until, next_run FROM watch_claim WHERE watch = 'p' || :w
+  AND (next_run IS NULL OR next_run <= 9000000000000000)
+  AND (owner IS NULL OR owner = 'bench' OR lease_until IS NULL OR lease_until <= 9000000000000000)
+  FOR UPDATE SKIP LOCKED),
 took AS (UPDATE watch_claim c SET owner = 'bench', lease_until = 0 FROM found f
-  WHERE c.watch = 'p' || :w AND (f.next_run IS NULL OR f.next_run <= 9000000000000000)
-  AND (f.owner IS NULL OR f.owner = 'bench' OR f.lease_until IS NULL OR f.lease_until <= 9000000000000000)
-  RETURNING c.watch)
+  WHERE c.watch = 'p' || :w RETURNING c.watch)
 SELECT owner, lease_until, next_run, taken FROM fresh
-UNION ALL SELECT owner, lease_until, next_run, EXISTS (SELECT 1 FROM took) FROM found;
+UNION ALL SELECT owner, lease_until, next_run, EXISTS (SELECT 1 FROM took) FROM found
+UNION ALL SELECT owner, lease_until, next_run, FALSE FROM watch_claim
+  WHERE watch = 'p' || :w AND NOT EXISTS (SELECT 1 FROM found);
 """
 
 
