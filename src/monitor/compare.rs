@@ -113,7 +113,7 @@ pub fn prepare(
 /// [`prepare`] with the current snapshot's hash already read (`None`: the
 /// watch has no snapshot, and nothing more is read from the store). The
 /// daemon's check reads it with the watch's status before fetching
-/// ([`Store::status_and_hash`]); it holds the watch's run meanwhile, and
+/// ([`Store::check_start`]); it holds the watch's run meanwhile, and
 /// the record compares the hash again in its own transaction.
 pub fn prepare_against(
     store: &Store,

@@ -121,8 +121,8 @@ impl Store {
         let until: Option<i64> = row.get(1).map_err(err)?;
         let next_run: Option<i64> = row.get(2).map_err(err)?;
         let taken: bool = row.get(3).map_err(err)?;
+        let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
         if taken {
-            let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
             return Ok(Claim::Mine {
                 rerun_of: owner_now.filter(|_| held_by_other),
             });
@@ -132,7 +132,6 @@ impl Store {
                 next_run: from_millis(next).map_err(corrupt)?,
             });
         }
-        let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
         match until.filter(|&until| held_by_other && until > now_ms) {
             Some(until) => Ok(Claim::Held {
                 until: from_millis(until).map_err(corrupt)?,

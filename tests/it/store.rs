@@ -1906,8 +1906,10 @@ fn postgres_replicas_racing_for_every_run_take_each_run_exactly_once() {
     let watches = ["a", "b", "c"];
     let run_at = |round: u64| t0() + Duration::from_secs(round);
     let barrier = Arc::new(Barrier::new(REPLICAS));
-    // (round, watch) taken by each replica, and what a late claim saw.
-    let taken: Vec<(Vec<(u64, &str)>, Vec<Claim>)> = std::thread::scope(|scope| {
+    /// The (round, watch) runs one replica took, and what its late claims
+    /// saw.
+    type Share<'a> = (Vec<(u64, &'a str)>, Vec<Claim>);
+    let taken: Vec<Share<'_>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..REPLICAS)
             .map(|r| {
                 let (barrier, engine) = (Arc::clone(&barrier), &engine);
