@@ -31,12 +31,12 @@ What it does:
   - PostgreSQL's CPU: the postmaster's utime+stime+cutime+cstime (its
     exited children) plus every live child's utime+stime, as a difference
     over the round;
-  - the claims (`SELECT ... FOR UPDATE SKIP LOCKED` on `watch_claim`) and
+  - the claims (`SELECT ... FOR UPDATE SKIP LOCKED` on `watch_claim`),
     all transactions of the database in the round (pg_stat_statements,
-    pg_stat_database);
+    pg_stat_database) and every statement with its calls per check;
 - then, what the database sustains for claims alone: pgbench with the
-  claim transaction of src/store/claim.rs (insert the row, lock it with
-  SKIP LOCKED, read the watch's next run, take the lease) on the database
+  claim statement of src/store/claim.rs (insert the row at a first claim,
+  lock it with SKIP LOCKED, decide on it, take the lease) on the database
   of the last run, 1, 2 and 4 clients, `--claim-seconds` each: claims per
   second (wall; the machine is shared, so also per CPU-second of
   PostgreSQL).
@@ -71,13 +71,25 @@ PG_USER = "semclip"
 PG_PORT = "5432"
 GAZP = "//table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']/@num"
 
+# The claim of src/store/claim.rs (`CLAIM`, one statement), with every run
+# due and every lease expired (`now` far ahead), so each one takes a lease.
 CLAIM_SQL = """\\set w random(0, {last})
-BEGIN;
-INSERT INTO watch_claim (watch) VALUES ('p' || :w) ON CONFLICT (watch) DO NOTHING;
-SELECT owner, lease_until FROM watch_claim WHERE watch = 'p' || :w FOR UPDATE SKIP LOCKED;
-SELECT next_run FROM watch_status WHERE watch = 'p' || :w;
-UPDATE watch_claim SET owner = 'bench', lease_until = 0 WHERE watch = 'p' || :w;
-COMMIT;
+WITH stored AS (SELECT (SELECT next_run FROM watch_status WHERE watch = 'p' || :w) AS next_run),
+fresh AS (INSERT INTO watch_claim (watch, owner, lease_until, next_run)
+  SELECT 'p' || :w, CASE WHEN due THEN 'bench' END, CASE WHEN due THEN 0 END, next_run
+  FROM (SELECT next_run, next_run IS NULL OR next_run <= 9000000000000000 AS due FROM stored) d
+  ON CONFLICT (watch) DO NOTHING
+  RETURNING CAST(NULL AS TEXT) AS owner, CAST(NULL AS BIGINT) AS lease_until, next_run, owner IS NOT NULL AS taken),
+found AS (SELECT owner, lease_until, next_run FROM watch_claim WHERE watch = 'p' || :w
+  AND (next_run IS NULL OR next_run <= 9000000000000000)
+  AND (owner IS NULL OR owner = 'bench' OR lease_until IS NULL OR lease_until <= 9000000000000000)
+  FOR UPDATE SKIP LOCKED),
+took AS (UPDATE watch_claim c SET owner = 'bench', lease_until = 0 FROM found f
+  WHERE c.watch = 'p' || :w RETURNING c.watch)
+SELECT owner, lease_until, next_run, taken FROM fresh
+UNION ALL SELECT owner, lease_until, next_run, EXISTS (SELECT 1 FROM took) FROM found
+UNION ALL SELECT owner, lease_until, next_run, FALSE FROM watch_claim
+  WHERE watch = 'p' || :w AND NOT EXISTS (SELECT 1 FROM found);
 """
 
 
@@ -342,6 +354,16 @@ def run_round(work, database, base, n, replicas, cluster=None, dbname=None):
             "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE dbid = "
             "(SELECT oid FROM pg_database WHERE datname = current_database()) "
             "AND query LIKE '%FROM watch_claim%FOR UPDATE SKIP LOCKED%'")
+        # Every statement of the round, by calls: what a check costs.
+        statements = cluster.psql(
+            dbname,
+            "SELECT calls, rows, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND query NOT LIKE '%pg_stat_%' ORDER BY calls DESC, query")
+        result["statements"] = [
+            {"calls": int(c), "rows": int(r), "per_check": round(int(c) / done, 2), "query": q}
+            for c, r, q in (line.split("|", 2) for line in statements.splitlines())
+        ]
         result.update({
             "postgres_cpu_s": round(pg_cpu, 2),
             "transactions": xacts,
@@ -379,6 +401,9 @@ def claim_bench(cluster, dbname, n, seconds):
              "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds),
              "-h", cluster.dir, "-p", PG_PORT, "-U", PG_USER, dbname],
             capture_output=True, text=True)
+        # pgbench's backends exit after it does; their CPU is the
+        # postmaster's children's once it has reaped them.
+        time.sleep(2)
         cpu = cluster.cpu() - cpu0
         if out.returncode != 0:
             raise RuntimeError(f"pgbench: {out.stderr}")

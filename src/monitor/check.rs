@@ -42,7 +42,7 @@ use crate::page::source::{FetchOptions, RawPage, SourceError};
 use crate::store::pool::{PoolError, StorePool};
 use crate::store::time;
 use crate::store::{
-    CheckState, Queued, Retention, Store, StoreError, ThresholdRecord, WatchStatus,
+    CheckStart, CheckState, Queued, Retention, Store, StoreError, ThresholdRecord, WatchStatus,
 };
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
@@ -291,7 +291,7 @@ async fn checked(
     next_run: Option<SystemTime>,
     dry_run: bool,
 ) -> Result<CheckReport, CheckError> {
-    let (status, current_hash) = stored_state(engine, watch, now, next_run).await?;
+    let (status, current_hash, layout) = stored_state(engine, watch, now, next_run).await?;
     let session = watch
         .session
         .as_deref()
@@ -342,6 +342,7 @@ async fn checked(
             dry_run,
             status: status.clone(),
             current_hash: current_hash.clone(),
+            layout: layout.clone(),
             fetched,
             fetch_time: started.elapsed(),
             retention: engine.daemon.retention,
@@ -480,18 +481,23 @@ async fn log_in(
     posted
 }
 
-/// The watch's stored status (this attempt and the next run set) and the
-/// content hash of its current snapshot.
+/// The watch's stored status (this attempt and the next run set), the
+/// content hash of its current snapshot and its layout state (JSON), read
+/// by one statement.
 async fn stored_state(
     engine: &Engine,
     watch: &Watch,
     now: SystemTime,
     next_run: Option<SystemTime>,
-) -> Result<(WatchStatus, Option<String>), CheckError> {
+) -> Result<(WatchStatus, Option<String>, Option<String>), CheckError> {
     let id = watch.id.clone();
-    let (status, current_hash) = engine
+    let CheckStart {
+        status,
+        current_hash,
+        layout,
+    } = engine
         .stores
-        .run(move |s| Ok((s.status(&id)?, s.current_hash(&id)?)))
+        .run(move |s| s.check_start(&id))
         .await
         .map_err(|source| CheckError::store(&watch.id, source))?;
     let mut status = status.unwrap_or_else(|| WatchStatus {
@@ -502,7 +508,7 @@ async fn stored_state(
     if next_run.is_some() {
         status.next_run = next_run;
     }
-    Ok((status, current_hash))
+    Ok((status, current_hash, layout))
 }
 
 /// A fetched check waiting for its blocking part.
@@ -515,6 +521,8 @@ struct Pending {
     status: WatchStatus,
     /// The content hash of the stored snapshot.
     current_hash: Option<String>,
+    /// The stored layout state (JSON).
+    layout: Option<String>,
     fetched: Result<Fetched, SourceError>,
     fetch_time: Duration,
     retention: Retention,
@@ -553,6 +561,7 @@ impl Pending {
             dry_run,
             status,
             current_hash,
+            layout,
             fetched,
             fetch_time,
             retention,
@@ -565,6 +574,7 @@ impl Pending {
         work.logged_out = logged_out.as_ref();
         let page = PageSettings {
             current_hash: current_hash.as_deref(),
+            layout: layout.as_deref(),
             limits,
             next_run,
             alert_after,
@@ -601,19 +611,16 @@ impl Pending {
     }
 }
 
-/// The stored layout state of `watch`; a missing or unreadable one (a
-/// store written by an older version, a damaged row) starts afresh.
-fn previous_layout(store: &Store, watch: &str) -> LayoutState {
-    match store.layout_state(watch) {
-        Ok(Some(json)) => serde_json::from_str(&json).unwrap_or_else(|error| {
+/// The stored layout state of `watch` (read with its status, see
+/// [`stored_state`]); a missing or unreadable one (a store written by an
+/// older version, a damaged row) starts afresh.
+fn previous_layout(watch: &str, stored: Option<&str>) -> LayoutState {
+    match stored {
+        Some(json) => serde_json::from_str(json).unwrap_or_else(|error| {
             tracing::warn!(watch, %error, "unreadable layout state, starting afresh");
             LayoutState::default()
         }),
-        Ok(None) => LayoutState::default(),
-        Err(error) => {
-            tracing::warn!(watch, error = %error_chain(&error), "cannot read the layout state");
-            LayoutState::default()
-        }
+        None => LayoutState::default(),
     }
 }
 
@@ -953,6 +960,8 @@ struct Work<'a> {
 struct PageSettings<'p> {
     /// The content hash of the stored snapshot.
     current_hash: Option<&'p str>,
+    /// The stored layout state (JSON).
+    layout: Option<&'p str>,
     limits: PageLimits,
     /// The run after this one, as the schedule has it.
     next_run: Option<SystemTime>,
@@ -1085,7 +1094,7 @@ impl<'a> Work<'a> {
         let built = if self.status.rejected_body.as_deref() == Some(&body) {
             Err(Rejected::Again)
         } else {
-            self.build(store, f.page, settings.limits)
+            self.build(store, f.page, settings)
         };
         let (page, previous) = match built {
             Ok(built) => built,
@@ -1116,15 +1125,20 @@ impl<'a> Work<'a> {
             self.blocked(&message, reason, settings.alert_after);
             return Ok((PageOutcome::Blocked(message), None, None));
         }
-        let prepared =
-            match compare::prepare(store, &self.watch.id, &page.hierarchy, &self.watch.ignore) {
-                Ok(prepared) => prepared,
-                Err(error) => {
-                    let message = error_chain(&error);
-                    self.failed(&message, settings.alert_after);
-                    return Ok((PageOutcome::Failed(message), None, None));
-                }
-            };
+        let prepared = match compare::prepare_against(
+            store,
+            &self.watch.id,
+            &page.hierarchy,
+            &self.watch.ignore,
+            settings.current_hash,
+        ) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                let message = error_chain(&error);
+                self.failed(&message, settings.alert_after);
+                return Ok((PageOutcome::Failed(message), None, None));
+            }
+        };
         self.succeeded();
         self.status.etag = f.etag;
         self.status.last_modified = f.last_modified;
@@ -1143,13 +1157,13 @@ impl<'a> Work<'a> {
         &self,
         store: &Store,
         raw: &RawPage,
-        limits: PageLimits,
+        settings: PageSettings<'_>,
     ) -> Result<(WatchPage, LayoutState), Rejected> {
         let watch = self.watch;
-        let budget = Budget::new(limits);
+        let budget = Budget::new(settings.limits);
         let decoded = raw.decode();
         let url = raw.url.as_ref().map(ToString::to_string);
-        let previous = previous_layout(store, &watch.id);
+        let previous = previous_layout(&watch.id, settings.layout);
         let mut templates = watch
             .layout
             .template

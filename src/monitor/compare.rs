@@ -101,6 +101,27 @@ pub fn prepare(
     new: &Hierarchy,
     ignore: &[String],
 ) -> Result<Prepared, RefreshError> {
+    let current = store
+        .current_hash(watch)
+        .map_err(|source| RefreshError::Store {
+            watch: watch.to_owned(),
+            source: Box::new(source),
+        })?;
+    prepare_against(store, watch, new, ignore, current.as_deref())
+}
+
+/// [`prepare`] with the current snapshot's hash already read (`None`: the
+/// watch has no snapshot, and nothing more is read from the store). The
+/// daemon's check reads it with the watch's status before fetching
+/// ([`Store::check_start`]); it holds the watch's run meanwhile, and
+/// the record compares the hash again in its own transaction.
+pub fn prepare_against(
+    store: &Store,
+    watch: &str,
+    new: &Hierarchy,
+    ignore: &[String],
+    current: Option<&str>,
+) -> Result<Prepared, RefreshError> {
     let store_err = |source: StoreError| RefreshError::Store {
         watch: watch.to_owned(),
         source: Box::new(source),
@@ -117,7 +138,7 @@ pub fn prepare(
     } else {
         (None, packed::content_hash(&without(new, &new_ignored)))
     };
-    if store.current_hash(watch).map_err(store_err)?.as_deref() == Some(hash.as_str()) {
+    if current == Some(hash.as_str()) {
         return Ok(Prepared {
             hash,
             unchanged: true,
@@ -129,7 +150,9 @@ pub fn prepare(
     // derives ids just for the nodes it reports, so its ids are not derived
     // on reading. An ignore list is resolved by XPath over the previous
     // hierarchy, which reads every node's id: then they are derived.
-    let previous = if ignore.is_empty() {
+    let previous = if current.is_none() {
+        Ok(None)
+    } else if ignore.is_empty() {
         store.current_hierarchy_without_ids(watch)
     } else {
         store.current_hierarchy(watch)

@@ -8,14 +8,15 @@
 //!
 //! # Guarantees (PostgreSQL)
 //!
-//! - **One check per scheduled run.** A claim takes the watch's row in
+//! - **One check per scheduled run.** A claim locks the watch's row in
 //!   `watch_claim` with `SELECT ... FOR UPDATE SKIP LOCKED`, reads the
-//!   watch's stored next run and its lease, and takes the lease (owner,
-//!   expiry) only when the run is due and nobody else holds an unexpired
-//!   lease. The check's results, the watch's next run and the release of
-//!   the lease are written in one transaction ([`Store::record_check`]): a
-//!   replica that claims after it sees the new next run and does not check
-//!   again; one that claims before it finds the lease held.
+//!   run's next time and its lease *from that row*, and takes the lease
+//!   (owner, expiry) only when the run is due and nobody else holds an
+//!   unexpired lease. The check's results, the watch's next run (in
+//!   `watch_status` and on its claim row) and the release of the lease are
+//!   written in one transaction ([`Store::record_check`]): a replica that
+//!   claims after it sees the new next run and does not check again; one
+//!   that claims before it finds the lease held.
 //! - **No run lost.** A replica that dies, or whose check could not be
 //!   recorded, leaves its lease to expire; the next claim after the expiry
 //!   takes the watch, and says whose lease it took over
@@ -35,6 +36,23 @@
 //!   nothing is written, so a single daemon works exactly as before.
 //! - **A row skipped** because another replica is claiming or recording the
 //!   same watch at that instant is looked at again [`BUSY_RETRY`] later.
+//! - **One statement, one round trip per claim** ([`CLAIM`]): the row is
+//!   inserted at a watch's first claim, locked, decided on and updated by
+//!   one statement run on its own (its own transaction). Deciding inside
+//!   one statement is safe because everything decided on is in the locked
+//!   row, which READ COMMITTED reads in its newest committed version; the
+//!   run's next time was once read from `watch_status` by a second
+//!   statement after the lock (a first statement's snapshot may predate a
+//!   record that committed before the lock was taken), and the claim was
+//!   then five round trips in a transaction. So the claim row carries a
+//!   copy of `watch_status.next_run`, written in the same transactions as
+//!   it ([`note_next_run`]: at a check's record, with the lease's release;
+//!   at a check request; where a status is written outside a check), and
+//!   rows are kept after a record (lease released) instead of deleted.
+//! - **Only a claim that takes the run writes.** A run already checked or
+//!   held by another replica is answered from the statement's snapshot,
+//!   with no lock: with several replicas, each one's claims of the runs
+//!   the others took cost no write, no transaction id and no WAL flush.
 
 use std::time::{Duration, SystemTime};
 
@@ -88,50 +106,42 @@ impl Store {
             watch: watch.to_owned(),
             source,
         };
-        self.transaction(err, |db| {
-            // A row to lock, for a watch never claimed (or released).
-            db.execute(
-                "INSERT INTO watch_claim (watch) VALUES (?1) ON CONFLICT (watch) DO NOTHING",
-                args![watch],
-            )
+        // One statement, one round trip (see the module's decisions).
+        let row = self
+            .db()
+            .query_opt(CLAIM, args![watch, owner, until_ms, now_ms])
             .map_err(err)?;
-            let Some(mut row) = db
-                .query_opt(
-                    "SELECT owner, lease_until FROM watch_claim WHERE watch = ?1
-                     FOR UPDATE SKIP LOCKED",
-                    args![watch],
-                )
-                .map_err(err)?
-            else {
-                return Ok(Claim::Held {
-                    until: now + BUSY_RETRY,
-                });
-            };
-            let owner_now: Option<String> = row.get(0).map_err(err)?;
-            let until: Option<i64> = row.get(1).map_err(err)?;
-            // Read after the lock: a record that released the lock first is
-            // seen (READ COMMITTED: a new snapshot per statement).
-            let next_run = stored_next_run(db, watch).map_err(err)?;
-            if let Some(next) = next_run.filter(|&next| next > now_ms) {
-                return Ok(Claim::Done {
-                    next_run: from_millis(next).map_err(corrupt)?,
-                });
-            }
-            let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
-            if let (true, Some(until)) = (held_by_other, until.filter(|&u| u > now_ms)) {
-                return Ok(Claim::Held {
-                    until: from_millis(until).map_err(corrupt)?,
-                });
-            }
-            db.execute(
-                "UPDATE watch_claim SET owner = ?2, lease_until = ?3 WHERE watch = ?1",
-                args![watch, owner, until_ms],
-            )
-            .map_err(err)?;
-            Ok(Claim::Mine {
+        let Some(mut row) = row else {
+            // Its row inserted by another claim at this instant.
+            return Ok(Claim::Held {
+                until: now + BUSY_RETRY,
+            });
+        };
+        let owner_now: Option<String> = row.get(0).map_err(err)?;
+        let until: Option<i64> = row.get(1).map_err(err)?;
+        let next_run: Option<i64> = row.get(2).map_err(err)?;
+        let taken: bool = row.get(3).map_err(err)?;
+        let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
+        if taken {
+            return Ok(Claim::Mine {
                 rerun_of: owner_now.filter(|_| held_by_other),
-            })
-        })
+            });
+        }
+        if let Some(next) = next_run.filter(|&next| next > now_ms) {
+            return Ok(Claim::Done {
+                next_run: from_millis(next).map_err(corrupt)?,
+            });
+        }
+        match until.filter(|&until| held_by_other && until > now_ms) {
+            Some(until) => Ok(Claim::Held {
+                until: from_millis(until).map_err(corrupt)?,
+            }),
+            // Free in this statement's snapshot, but locked (another
+            // replica claiming or recording it) or changed since.
+            None => Ok(Claim::Held {
+                until: now + BUSY_RETRY,
+            }),
+        }
     }
 
     /// Reserves a request start to `host` at least `spacing` after every
@@ -178,30 +188,99 @@ impl Store {
     /// run moves there, so whichever replica claims it next checks it.
     pub fn request_check(&mut self, watch: &str, at: SystemTime) -> Result<(), StoreError> {
         let at_ms = to_millis(at)?;
-        self.db()
-            .execute(
+        let err = |source| watch_error(watch, "request a check of", source);
+        self.transaction(err, |db| {
+            db.execute(
                 "UPDATE watch_status SET next_run = ?2 WHERE watch = ?1",
                 args![watch, at_ms],
             )
-            .map_err(|source| watch_error(watch, "request a check of", source))
-            .map(drop)
+            .and_then(|_| note_next_run(db, watch, Some(at_ms), false))
+            .map_err(err)
+        })
     }
 }
 
-/// The stored next run of `watch`, in milliseconds.
-fn stored_next_run(db: Db<'_>, watch: &str) -> Result<Option<i64>, super::DbError> {
-    db.query_opt(
-        "SELECT next_run FROM watch_status WHERE watch = ?1",
-        args![watch],
-    )?
-    .map_or(Ok(None), |mut row| row.get(0))
-}
+/// The claim of one watch, in one statement (PostgreSQL): `?1` the watch,
+/// `?2` the owner, `?3` the lease's end, `?4` now (Unix ms). Gives one row
+/// (the lease's owner and end as found, the next run, whether the caller
+/// took the lease) or none (the row is being inserted by another claim).
+///
+/// - `fresh` inserts the watch's row when it has none (its first claim):
+///   with the caller's lease when the stored next run is due. A row
+///   another claim is inserting at this instant makes it wait for that
+///   claim and then do nothing.
+/// - `found` locks an existing row with `FOR UPDATE SKIP LOCKED` only if
+///   the caller may take it: its run due and no other replica's lease
+///   unexpired. READ COMMITTED checks that condition again on the row's
+///   newest version when a record committed since this statement began,
+///   so the decision rests on the locked row alone; it carries the next
+///   run ([`note_next_run`] keeps it equal to `watch_status.next_run`, in
+///   the same transactions).
+/// - `took` takes the lease on the row `found` locked.
+/// - Otherwise the row as this statement's snapshot has it (`seen`) says
+///   why not: done (a later next run), held (another's lease), or a row
+///   that looked free but was locked or changed meanwhile. A run done or
+///   held elsewhere is thus answered without locking or writing anything.
+///   Such an answer may be a moment stale, and only ever on the side of
+///   not checking: a snapshot older than a record shows the earlier next
+///   run and a lease, both of which send the claim to the lock; the one
+///   write that moves a next run earlier, a check request, also wakes
+///   every replica's scheduler after it commits, whose claims see it.
+const CLAIM: &str = "WITH stored AS (
+       SELECT (SELECT next_run FROM watch_status WHERE watch = ?1) AS next_run
+     ),
+     fresh AS (
+       INSERT INTO watch_claim (watch, owner, lease_until, next_run)
+       SELECT ?1,
+              CASE WHEN due THEN CAST(?2 AS TEXT) END,
+              CASE WHEN due THEN CAST(?3 AS BIGINT) END,
+              next_run
+       FROM (SELECT next_run, next_run IS NULL OR next_run <= CAST(?4 AS BIGINT) AS due
+             FROM stored) d
+       ON CONFLICT (watch) DO NOTHING
+       RETURNING CAST(NULL AS TEXT) AS owner, CAST(NULL AS BIGINT) AS lease_until,
+                 next_run, owner IS NOT NULL AS taken
+     ),
+     found AS (
+       SELECT owner, lease_until, next_run FROM watch_claim
+       WHERE watch = ?1
+         AND (next_run IS NULL OR next_run <= ?4)
+         AND (owner IS NULL OR owner = ?2 OR lease_until IS NULL OR lease_until <= ?4)
+       FOR UPDATE SKIP LOCKED
+     ),
+     took AS (
+       UPDATE watch_claim c SET owner = ?2, lease_until = ?3
+       FROM found f
+       WHERE c.watch = ?1
+       RETURNING c.watch
+     )
+     SELECT owner, lease_until, next_run, taken FROM fresh
+     UNION ALL
+     SELECT owner, lease_until, next_run, EXISTS (SELECT 1 FROM took) FROM found
+     UNION ALL
+     SELECT owner, lease_until, next_run, FALSE FROM watch_claim
+     WHERE watch = ?1 AND NOT EXISTS (SELECT 1 FROM found)";
 
-/// Releases the lease on `watch`, in the transaction that records its
-/// check (a no-op on SQLite, which keeps no leases).
-pub(super) fn release(db: Db<'_>, watch: &str) -> Result<(), super::DbError> {
+/// Notes `watch`'s next run `next_run_ms` on its claim row, if it has one
+/// (PostgreSQL only; SQLite keeps no claims): in the transaction that
+/// records its check, releasing the lease too (`release`; the row stays,
+/// so the next claim is one update of it), and wherever
+/// `watch_status.next_run` is written outside a check (the lease, if any,
+/// stays).
+pub(super) fn note_next_run(
+    db: Db<'_>,
+    watch: &str,
+    next_run_ms: Option<i64>,
+    release: bool,
+) -> Result<(), super::DbError> {
     if let Db::Postgres(..) = db {
-        db.execute("DELETE FROM watch_claim WHERE watch = ?1", args![watch])?;
+        let sql = if release {
+            "UPDATE watch_claim SET owner = NULL, lease_until = NULL, next_run = ?2
+             WHERE watch = ?1"
+        } else {
+            "UPDATE watch_claim SET next_run = ?2 WHERE watch = ?1"
+        };
+        db.execute(sql, args![watch, next_run_ms])?;
     }
     Ok(())
 }

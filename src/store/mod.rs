@@ -114,7 +114,7 @@ pub use sql::DbError;
 
 pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
 pub use state::{
-    CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord,
+    CheckStart, CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord,
     UnknownLevel, WatchStatus,
 };
 
@@ -1126,7 +1126,7 @@ impl Store {
                 .map_err(err)?;
             let mut total = Pruned::default();
             for watch in &watches {
-                let pruned = apply_retention(db, watch, retention, now_ms).map_err(err)?;
+                let pruned = apply_retention(db, watch, retention, now_ms, None).map_err(err)?;
                 total.snapshots += pruned.snapshots;
                 total.changes += pruned.changes;
             }
@@ -1514,7 +1514,8 @@ fn write_check(db: Db<'_>, check: &CheckWrite<'_>) -> Result<Recorded, DbError> 
             args![watch, snapshot_id, at_ms, *kind, body],
         )?;
     }
-    apply_retention(db, watch, retention, at_ms)?;
+    // The snapshot just inserted is the current one (the highest id).
+    apply_retention(db, watch, retention, at_ms, Some(snapshot_id))?;
     Ok(Recorded::Stored {
         snapshot_id,
         events: events.len(),
@@ -1539,20 +1540,24 @@ fn read_error(path: &Path, source: DbError) -> StoreError {
 
 /// Prunes one watch: snapshots first (their events lose their `snapshot_id`),
 /// then events older than the cutoff that do not belong to the current
-/// snapshot.
+/// snapshot (`current`, its id when the caller knows it, else read).
 fn apply_retention(
     db: Db<'_>,
     watch: &str,
     retention: &Retention,
     now_ms: i64,
+    current: Option<i64>,
 ) -> Result<Pruned, DbError> {
     let cutoff = now_ms.saturating_sub(i64::from(retention.keep_days) * MILLIS_PER_DAY);
-    let current: Option<i64> = db
-        .query_one(
-            "SELECT max(id) FROM snapshot WHERE watch = ?1",
-            args![watch],
-        )?
-        .get(0)?;
+    let current: Option<i64> = match current {
+        Some(id) => Some(id),
+        None => db
+            .query_one(
+                "SELECT max(id) FROM snapshot WHERE watch = ?1",
+                args![watch],
+            )?
+            .get(0)?,
+    };
     let snapshots = db.execute(
         "DELETE FROM snapshot
          WHERE watch = ?1 AND id IS DISTINCT FROM ?2

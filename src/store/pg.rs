@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -206,6 +206,12 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 5: why the last check was blocked, as SQLite's schema 8.
     "ALTER TABLE watch_status ADD COLUMN blocked TEXT;",
+    // 6: a watch's claim row carries its next run (Unix ms), equal to
+    // `watch_status.next_run` (written in the same transactions), and stays
+    // after its check is recorded, lease released: a claim is then one
+    // statement that locks one row and decides on it (see `super::claim`).
+    "ALTER TABLE watch_claim ADD COLUMN next_run BIGINT;
+    UPDATE watch_claim c SET next_run = s.next_run FROM watch_status s WHERE s.watch = c.watch;",
 ];
 
 // Each migration raises the version by one.

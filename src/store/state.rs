@@ -24,6 +24,17 @@ use super::{
 use crate::diff::Change;
 use crate::store::sql::{Arg, Db, DbError, FromValue, Row, args};
 
+/// What a check of a watch starts from ([`Store::check_start`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckStart {
+    /// The watch's status, if it has one.
+    pub status: Option<WatchStatus>,
+    /// The content hash of its current snapshot, if it has one.
+    pub current_hash: Option<String>,
+    /// Its layout state (JSON), if it has one.
+    pub layout: Option<String>,
+}
+
 /// What the daemon knows about one watch between checks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WatchStatus {
@@ -366,6 +377,41 @@ impl Store {
         row.map(decode_status).transpose()
     }
 
+    /// What a check of `watch` starts from, read by one statement: its
+    /// status, the content hash of its current snapshot and its layout
+    /// state.
+    pub fn check_start(&self, watch: &str) -> Result<CheckStart, StoreError> {
+        let err = |source| watch_error(watch, "read the status of", source);
+        let columns = STATUS_COLUMNS.replace(", ", ", s.");
+        let mut row = self
+            .db()
+            .query_one(
+                &format!(
+                    "SELECT s.{columns}, k.hash, k.layout, s.watch IS NOT NULL
+                     FROM (SELECT (SELECT hash FROM snapshot WHERE watch = ?1
+                                   ORDER BY id DESC LIMIT 1) AS hash,
+                                  (SELECT state FROM layout_state WHERE watch = ?1) AS layout) k
+                     LEFT JOIN watch_status s ON s.watch = ?1"
+                ),
+                args![watch],
+            )
+            .map_err(err)?;
+        let read = |row: &mut Row| -> Result<(bool, Option<String>, Option<String>), DbError> {
+            Ok((row.get(14)?, row.get(12)?, row.get(13)?))
+        };
+        let (found, current_hash, layout) = read(&mut row).map_err(err)?;
+        let status = if found {
+            Some(decode_status(status_row(row).map_err(err)?)?)
+        } else {
+            None
+        };
+        Ok(CheckStart {
+            status,
+            current_hash,
+            layout,
+        })
+    }
+
     /// The status of every watch the store has scheduled, by watch id.
     pub fn statuses(&self) -> Result<Vec<WatchStatus>, StoreError> {
         let rows = self
@@ -382,7 +428,13 @@ impl Store {
     /// Writes `status` (insert or replace), outside any check: for the
     /// scheduler's next-run times.
     pub fn set_status(&mut self, status: &WatchStatus) -> Result<(), StoreError> {
-        write_status(self.db(), status)
+        let next_run = opt_millis(status.next_run)?;
+        let watch = &status.watch;
+        let err = |source| watch_error(watch, "write the status of", source);
+        self.transaction(err, |db| {
+            write_status(db, status)?;
+            super::claim::note_next_run(db, watch, next_run, false).map_err(err)
+        })
     }
 
     /// The stored layout state of `watch` (JSON), if any.
@@ -558,7 +610,8 @@ impl Store {
                 None => None,
             };
             write_status(db, &state.status)?;
-            super::claim::release(db, watch).map_err(err)?;
+            super::claim::note_next_run(db, watch, opt_millis(state.status.next_run)?, true)
+                .map_err(err)?;
             write_check_state(db, watch, at_ms, state, layout_event.as_deref(), &since_ms)
                 .map_err(err)?;
             Ok(recorded)

@@ -1890,3 +1890,122 @@ fn postgres_replicas_claiming_at_once_each_get_their_own_share() {
         "each alert claimed exactly once"
     );
 }
+
+/// The one-statement claim (insert at a watch's first claim, lock, decide,
+/// take) raced by several replicas on every run: each run of each watch is
+/// taken by exactly one, the first runs (no claim row yet) too, and a claim
+/// after the record sees the run done.
+#[test]
+fn postgres_replicas_racing_for_every_run_take_each_run_exactly_once() {
+    use semclip::store::Claim;
+    let Some(engine) = pg_engine(module_path!()) else {
+        return;
+    };
+    const REPLICAS: usize = 4;
+    const ROUNDS: u64 = 25;
+    let watches = ["a", "b", "c"];
+    let run_at = |round: u64| t0() + Duration::from_secs(round);
+    let barrier = Arc::new(Barrier::new(REPLICAS));
+    /// The (round, watch) runs one replica took, and what its late claims
+    /// saw.
+    type Share<'a> = (Vec<(u64, &'a str)>, Vec<Claim>);
+    let taken: Vec<Share<'_>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..REPLICAS)
+            .map(|r| {
+                let (barrier, engine) = (Arc::clone(&barrier), &engine);
+                scope.spawn(move || {
+                    let mut store = engine.open();
+                    let owner = format!("r{r}");
+                    let (mut mine, mut late) = (Vec::new(), Vec::new());
+                    for round in 0..ROUNDS {
+                        let now = run_at(round);
+                        barrier.wait();
+                        let won: Vec<&str> = watches
+                            .iter()
+                            .copied()
+                            .filter(|w| {
+                                let claim = store
+                                    .claim_watch(w, &owner, now, Duration::from_secs(60))
+                                    .unwrap();
+                                assert!(
+                                    !matches!(claim, Claim::Mine { rerun_of: Some(_) }),
+                                    "no lease expires here: {claim:?}"
+                                );
+                                claim == Claim::Mine { rerun_of: None }
+                            })
+                            .collect();
+                        barrier.wait();
+                        for w in &won {
+                            store
+                                .record_check(w, now, None, &checked(w, run_at(round + 1)))
+                                .unwrap();
+                            mine.push((round, *w));
+                        }
+                        barrier.wait();
+                        if r == 0 {
+                            for w in watches {
+                                late.push(
+                                    store
+                                        .claim_watch(w, &owner, now, Duration::from_secs(60))
+                                        .unwrap(),
+                                );
+                            }
+                        }
+                    }
+                    (mine, late)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut runs: Vec<(u64, &str)> = taken.iter().flat_map(|t| t.0.clone()).collect();
+    runs.sort();
+    let expected: Vec<(u64, &str)> = (0..ROUNDS)
+        .flat_map(|round| watches.iter().map(move |w| (round, *w)))
+        .collect();
+    assert_eq!(
+        runs, expected,
+        "every run of every watch taken exactly once"
+    );
+    let late: Vec<Claim> = taken.into_iter().flat_map(|t| t.1).collect();
+    let done: Vec<Claim> = (0..ROUNDS)
+        .flat_map(|round| {
+            watches.iter().map(move |_| Claim::Done {
+                next_run: run_at(round + 1),
+            })
+        })
+        .collect();
+    assert_eq!(late, done, "a claim after the record finds the run done");
+}
+
+on_both! {
+    fn a_check_starts_from_its_status_hash_and_layout_read_together(engine: &Engine) {
+        use semclip::store::CheckStart;
+        let mut store = engine.open();
+        assert_eq!(store.check_start("w").unwrap(), CheckStart::default(), "an unknown watch");
+        // A snapshot recorded without a check: a hash, no status yet.
+        let xml = page(1);
+        store
+            .record("w", &hash_of(&xml), &xml, t0(), &[], &Retention::default())
+            .unwrap();
+        let start = store.check_start("w").unwrap();
+        assert_eq!(
+            (start.status, start.current_hash, start.layout),
+            (None, Some(hash_of(&xml)), None)
+        );
+        let next = t0() + Duration::from_secs(60);
+        let mut state = checked("w", next);
+        state.status.etag = Some("\"v1\"".to_owned());
+        state.layout = Some("{\"wrappers\":[]}".to_owned());
+        store.record_check("w", t0(), None, &state).unwrap();
+        let start = store.check_start("w").unwrap();
+        let status = start.status.unwrap();
+        assert_eq!(status, store.status("w").unwrap().unwrap());
+        assert_eq!((status.next_run, status.etag.as_deref()), (Some(next), Some("\"v1\"")));
+        assert_eq!(start.current_hash, store.current_hash("w").unwrap());
+        assert_eq!(start.layout, store.layout_state("w").unwrap());
+        assert_eq!(start.layout.as_deref(), Some("{\"wrappers\":[]}"));
+        // Another watch's rows are not mixed in.
+        assert_eq!(store.check_start("x").unwrap(), CheckStart::default());
+    }
+}
