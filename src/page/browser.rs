@@ -468,6 +468,12 @@ pub struct Browsers {
     tabs: Arc<Semaphore>,
     /// The browser in use, if started and not retired.
     current: tokio::sync::Mutex<Option<Arc<Instance>>>,
+    /// A start under way, in a task of its own (locked only while
+    /// `current` is): a render whose deadline ends while the browser
+    /// starts leaves the start running here for the next render, rather
+    /// than cancelling it (on a slow machine, with short timeouts, every
+    /// render would otherwise start the browser anew and none finish).
+    starting: tokio::sync::Mutex<Option<JoinHandle<Result<Instance, BrowserError>>>>,
     /// Every browser started that may still run, to kill at shutdown.
     groups: Arc<Mutex<Vec<u32>>>,
     /// How many browsers were started (log and tests).
@@ -482,6 +488,7 @@ impl Browsers {
             tabs: Arc::new(Semaphore::new(settings.max_pages.max(1))),
             settings,
             current: tokio::sync::Mutex::new(None),
+            starting: tokio::sync::Mutex::new(None),
             groups: Arc::new(Mutex::new(Vec::new())),
             launches: AtomicU64::new(0),
             shut: AtomicBool::new(false),
@@ -543,8 +550,14 @@ impl Browsers {
     pub async fn shutdown(&self) {
         self.shut.store(true, Ordering::SeqCst);
         self.tabs.close();
-        let groups: Vec<u32> = lock(&self.groups).clone();
         self.current.lock().await.take();
+        // A start under way is stopped before the kill (its process, if
+        // spawned, is in `groups` and killed on drop).
+        if let Some(start) = self.starting.lock().await.take() {
+            start.abort();
+            let _ = start.await;
+        }
+        let groups: Vec<u32> = lock(&self.groups).clone();
         kill_groups(&self.groups);
         let deadline = Instant::now() + CLOSE_TIMEOUT;
         while Instant::now() < deadline {
@@ -581,9 +594,26 @@ impl Browsers {
             Some(path) => path.clone(),
             None => find_executable().ok_or(BrowserError::NotFound)?,
         };
-        let instance = Arc::new(
-            Instance::launch(&executable, &self.settings, Arc::clone(&self.groups)).await?,
-        );
+        let mut starting = self.starting.lock().await;
+        let start = match starting.as_mut() {
+            Some(start) => start,
+            None => {
+                let (executable, settings) = (executable.clone(), self.settings.clone());
+                let groups = Arc::clone(&self.groups);
+                starting.insert(tokio::spawn(async move {
+                    Instance::launch(&executable, &settings, groups).await
+                }))
+            }
+        };
+        // Awaited by reference: a caller cancelled here (its deadline)
+        // leaves the start in `starting`, and the next caller takes its
+        // result.
+        let joined = start.await;
+        starting.take();
+        let instance = Arc::new(joined.map_err(|e| BrowserError::Launch {
+            executable: executable.clone(),
+            reason: format!("the start failed: {e}"),
+        })??);
         let n = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::info!(pid = instance.pid, launches = n, executable = %executable.display(), "browser started");
         *current = Some(Arc::clone(&instance));

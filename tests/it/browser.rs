@@ -576,3 +576,114 @@ fn a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser() {
     assert_eq!(status.etag.as_deref(), Some("\"q1\""));
     assert_eq!(status.last_error, None);
 }
+
+/// A render whose deadline ends while the browser is still starting does
+/// not cancel the start: the next render finds that browser (one start,
+/// not two), and a shutdown in the middle of a start leaves no process.
+#[test]
+fn a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_render() {
+    use semclip::page::browser::{BrowserSettings, Browsers, Job, RenderOptions, RenderRequest};
+    let name = "a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_render";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    let url = url::Url::parse(&site.url("/never.html")).unwrap();
+    let options = RenderOptions::default();
+    let request = |timeout: Duration| RenderRequest {
+        url: &url,
+        options: &options,
+        headers: &[],
+        cookies: &[],
+        job: Job::Page,
+        hierarchy: None,
+        timeout,
+        max_bytes: 1 << 20,
+    };
+    let settings = BrowserSettings {
+        executable: Some(bin.into()),
+        ..BrowserSettings::default()
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let browsers = Browsers::new(settings.clone());
+        // 1 ms: far shorter than any start of Chromium.
+        let early = browsers.render(request(Duration::from_millis(1))).await;
+        let error = early.expect_err("a render of 1 ms cannot have started a browser");
+        assert!(
+            error.to_string().contains("starting the browser"),
+            "{error}"
+        );
+        assert_eq!(browsers.launches(), 0);
+        // The start goes on without the render that asked for it: its
+        // browser comes up (were it cancelled, its process would be
+        // killed with the start).
+        let begun = Instant::now();
+        let mut started = our_browsers();
+        while started.is_empty() && begun.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            started = our_browsers();
+        }
+        assert!(
+            !started.is_empty(),
+            "no browser came up after the render gave up"
+        );
+        let page = browsers
+            .render(request(Duration::from_secs(60)))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            page.html.contains("Nothing is ever added here."),
+            "{}",
+            page.html
+        );
+        assert_eq!(browsers.launches(), 1, "the first start was taken over");
+        let pid = browsers.pid().await.expect("a browser runs");
+        assert!(
+            started.contains(&pid),
+            "{pid} was not started by the first render: {started:?}"
+        );
+        browsers.shutdown().await;
+        assert!(
+            our_browsers().is_empty(),
+            "left behind: {:?}",
+            our_browsers()
+        );
+
+        // A shutdown while a start is under way stops it.
+        let browsers = Browsers::new(settings);
+        let early = browsers.render(request(Duration::from_millis(1))).await;
+        assert!(early.is_err());
+        browsers.shutdown().await;
+        assert_eq!(browsers.launches(), 0);
+        assert!(
+            our_browsers().is_empty(),
+            "left behind: {:?}",
+            our_browsers()
+        );
+    });
+}
+
+/// The browser processes (the browser and its helpers) this test process
+/// started itself, not those of the daemons other tests run: their command
+/// line names a profile directory of this process. Zombies do not count.
+fn our_browsers() -> Vec<u32> {
+    let mark = format!("semclip-browser-{}-", std::process::id());
+    let mut found: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            let args = String::from_utf8_lossy(&cmdline).into_owned();
+            (args.contains(&mark) && state != "Z").then_some(pid)
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
