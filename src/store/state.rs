@@ -396,8 +396,11 @@ impl Store {
                 args![watch],
             )
             .map_err(err)?;
+        // The columns after the status's own: counted, not written out, so
+        // a status column added later cannot shift them unnoticed.
+        let n = STATUS_COLUMNS.split(',').count();
         let read = |row: &mut Row| -> Result<(bool, Option<String>, Option<String>), DbError> {
-            Ok((row.get(14)?, row.get(12)?, row.get(13)?))
+            Ok((row.get(n + 2)?, row.get(n)?, row.get(n + 1)?))
         };
         let (found, current_hash, layout) = read(&mut row).map_err(err)?;
         let status = if found {
