@@ -225,6 +225,15 @@ fn alive(pid: u32, start: u64) -> bool {
         .unwrap_or(false)
 }
 
+/// The value the first threshold of `watch` last read, if any.
+fn first_value(dir: &Path, watch: &str) -> Option<f64> {
+    store(dir)
+        .thresholds(watch)
+        .unwrap()
+        .first()
+        .and_then(|t| t.value)
+}
+
 /// The `check finished` lines of `watch` in `log`.
 fn finished<'a>(log: &'a str, watch: &str) -> Vec<&'a str> {
     let field = format!("watch={watch} ");
@@ -280,13 +289,7 @@ fn a_script_built_table_is_clipped_its_threshold_fires_once_and_wait_for_fails_b
         &[("quotes", quotes), ("never", never)],
     );
     let daemon = Daemon::start(dir);
-    let reading = |dir: &Path| {
-        store(dir)
-            .thresholds("quotes")
-            .unwrap()
-            .first()
-            .and_then(|t| t.value)
-    };
+    let reading = |dir: &Path| first_value(dir, "quotes");
     wait_until(
         "the rendered table's first reading",
         Duration::from_secs(60),
@@ -497,13 +500,7 @@ fn a_hierarchy_wait_for_takes_the_page_once_its_xpath_matches_or_fails_by_its_de
     let daemon = Daemon::start(dir);
     // (The first check of `never` may spend its 3 s starting the browser
     // under load: the deadline covers the whole render.)
-    let read = |dir: &Path| {
-        store(dir)
-            .thresholds("quotes")
-            .unwrap()
-            .first()
-            .and_then(|t| t.value)
-    };
+    let read = |dir: &Path| first_value(dir, "quotes");
     let start = Instant::now();
     while read(dir).is_none() || !last_error(dir, "never").contains("matched nothing") {
         assert!(
