@@ -155,7 +155,14 @@ pub struct HostLimiter {
 #[derive(Debug)]
 struct HostSlot {
     permits: Arc<Semaphore>,
+    /// When the next request may start: the spacing after the last start
+    /// reserved, or the end of a hold, whichever is later.
     next_start: tokio::sync::Mutex<Instant>,
+    /// The end of the host's own hold (a `Retry-After`), kept apart from
+    /// `next_start`: a queue of our own requests waiting out the spacing
+    /// is not the host asking to be left alone, and must not make a
+    /// check fail as blocked.
+    held_until: std::sync::Mutex<Option<Instant>>,
 }
 
 impl HostLimiter {
@@ -199,18 +206,27 @@ impl HostLimiter {
     /// No request to `host` starts before `until` (a `Retry-After`).
     pub async fn hold(&self, host: &str, until: Instant) {
         let slot = self.slot(host);
+        {
+            let mut held = slot.held_until.lock().unwrap_or_else(|p| p.into_inner());
+            if held.is_none_or(|h| h < until) {
+                *held = Some(until);
+            }
+        }
         let mut next = slot.next_start.lock().await;
         if *next < until {
             *next = until;
         }
     }
 
-    /// When the next request to `host` may start, if that is later than
-    /// now: how long it is held.
+    /// How much longer `host` asked to be left alone ([`hold`]), if it
+    /// still is; waits for our own spacing do not count.
+    ///
+    /// [`hold`]: HostLimiter::hold
     pub async fn held(&self, host: &str) -> Option<Duration> {
         let slot = self.slot(host);
-        let next = *slot.next_start.lock().await;
-        next.checked_duration_since(Instant::now())
+        let until = *slot.held_until.lock().unwrap_or_else(|p| p.into_inner());
+        until?
+            .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
     }
 
@@ -220,6 +236,7 @@ impl HostLimiter {
             Arc::new(HostSlot {
                 permits: Arc::new(Semaphore::new(self.per_host)),
                 next_start: tokio::sync::Mutex::new(Instant::now()),
+                held_until: std::sync::Mutex::new(None),
             })
         }))
     }
@@ -659,6 +676,31 @@ mod tests {
         };
         assert_eq!(t0.elapsed(), Duration::ZERO);
         assert_eq!(blocked.retry_after, Some(Duration::from_secs(600)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_behind_the_spacing_is_not_a_hold() {
+        // Three requests reserved 2 s apart put the next start 6 s away,
+        // but the host never asked for anything: a check with a 1 s
+        // timeout waits its turn, it is not refused as blocked.
+        let limiter = HostLimiter::new(4, Duration::from_secs(2));
+        for _ in 0..3 {
+            let _p = limiter.acquire("a.example").await;
+        }
+        assert_eq!(limiter.held("a.example").await, None);
+        let url = Url::parse("http://a.example/page").unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            refuse_if_held(&limiter, &url, Duration::from_secs(1))
+                .await
+                .is_ok()
+        );
+        limiter
+            .hold("a.example", Instant::now() + Duration::from_secs(30))
+            .await;
+        assert!(matches!(
+            refuse_if_held(&limiter, &url, Duration::from_secs(1)).await,
+            Err(SourceError::Blocked { .. })
+        ));
     }
 
     #[tokio::test(start_paused = true)]
