@@ -2,11 +2,12 @@
 //! it over HTTP (see BENCHMARKS.md, "JavaScript pages").
 //!
 //! ```text
-//! browser_costs [RENDERS] [MAX_TABS]
+//! browser_costs [RENDERS] [MAX_TABS] [ROWS]
 //! ```
 //!
-//! A local site serves a quote page whose table a script writes 300 ms
-//! after load. The example then measures, with Debian's Chromium:
+//! A local site serves a quote page whose table (`ROWS` rows, default
+//! 200; 0 for a page with only the table's header, which measures what a
+//! render costs whatever the page) a script writes 300 ms after load. The example then measures, with Debian's Chromium:
 //!
 //! 1. the first render (the browser's start included);
 //! 2. `RENDERS` (default 20) warm renders one after another, and as many
@@ -23,13 +24,13 @@ use semclip::page::browser::{
     BrowserSettings, Browsers, Job, Ready, RenderOptions, RenderRequest, WaitFor,
 };
 
-fn page(price: &str, hold_ms: u32) -> String {
+fn page(price: &str, hold_ms: u32, rows: u32) -> String {
     format!(
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>Quotes</title></head>\
          <body><h1>Market</h1><div id=m>Loading...</div><script>\
          setTimeout(function () {{\
            var h = '<table id=quotes><caption>Shares</caption><tr><th>Ticker</th><th>Last</th></tr>';\
-           for (var i = 0; i < 200; i++) h += '<tr><td>T' + i + '</td><td>{price}</td></tr>';\
+           for (var i = 0; i < {rows}; i++) h += '<tr><td>T' + i + '</td><td>{price}</td></tr>';\
            document.getElementById('m').innerHTML = h + '</table>';\
          }}, 300);\
          setTimeout(function () {{ document.body.innerHTML += '<p id=done>done</p>'; }}, {hold_ms});\
@@ -37,7 +38,8 @@ fn page(price: &str, hold_ms: u32) -> String {
     )
 }
 
-/// CPU seconds (user + system) of `pid` and its descendants.
+/// CPU seconds (user + system) of `pid` and its descendants, those
+/// already exited and reaped included.
 fn tree_cpu(pid: u32) -> f64 {
     let ticks = 100.0; // USER_HZ on Linux
     let mut pids = vec![pid];
@@ -49,7 +51,13 @@ fn tree_cpu(pid: u32) -> f64 {
             let p: u32 = e.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
             let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-            let cpu = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            // utime, stime, and the cutime and cstime of its children
+            // already reaped: Chromium's renderers (a new one per browser
+            // context, so one per render) exit and are reaped by the
+            // zygote, and their CPU would otherwise leave the sum with them.
+            let cpu = (11..=14)
+                .map(|i| f.get(i)?.parse::<u64>().ok())
+                .sum::<Option<u64>>()?;
             Some((p, f.get(1)?.parse().ok()?, cpu))
         })
         .collect();
@@ -101,17 +109,22 @@ async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let renders: usize = args.next().map_or(Ok(20), |a| a.parse())?;
     let max_tabs: usize = args.next().map_or(Ok(8), |a| a.parse())?;
+    let rows: u32 = args.next().map_or(Ok(200), |a| a.parse())?;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new()
         .route(
             "/quotes.html",
-            axum::routing::get(|| async { axum::response::Html(page("305,40", 0)) }),
+            axum::routing::get(
+                move || async move { axum::response::Html(page("305,40", 0, rows)) },
+            ),
         )
         .route(
             "/hold.html",
-            axum::routing::get(|| async { axum::response::Html(page("305,40", 3000)) }),
+            axum::routing::get(
+                move || async move { axum::response::Html(page("305,40", 3000, rows)) },
+            ),
         );
     tokio::spawn(async move { axum::serve(listener, app).await });
     let url = url::Url::parse(&format!("http://{addr}/quotes.html"))?;
@@ -122,7 +135,7 @@ async fn main() -> anyhow::Result<()> {
         ..BrowserSettings::default()
     }));
     let options = RenderOptions {
-        wait_for: Some(Ready::Dom(WaitFor::parse("#quotes td"))),
+        wait_for: Some(Ready::Dom(WaitFor::parse("#quotes tr"))),
         ..RenderOptions::default()
     };
     let request = |url| RenderRequest {

@@ -2,7 +2,7 @@
 """Browser watches through the whole daemon (issue 19): rendered checks
 against plain HTTP checks of the same local pages, in one run.
 
-    python3 bench/browser/run.py [--pages 8] [--seconds 60] [--tabs 4]
+    python3 bench/browser/run.py [--pages 8] [--seconds 60] [--tabs 1,2,4]
                                  [--semclip target/debug/semclip]
                                  [--chromium /usr/bin/chromium]
 
@@ -12,18 +12,22 @@ so the HTML as sent holds no quote. Then runs `semclip run` twice on the
 same pages, one phase after the other, each for --seconds:
 
 1. `http`: N plain watches (`every: 1s`);
-2. `browser`: N watches with `fetch: {render: browser, wait_for: "#quotes
-   td"}` (`every: 1s`, `browser.max_pages` = --tabs).
+2. `browser`, once per tab count of --tabs: N watches with `fetch:
+   {render: browser, wait_for: "#quotes td"}` (`every: 1s`,
+   `browser.max_pages` = that count).
 
 The pages send no validators, so every browser check is a full render.
 Per phase: checks finished (from the daemon's `check finished` log lines,
-outcome not `failed`) per second, and CPU seconds (utime + stime from
-/proc/PID/stat, summed over the daemon's process tree, Chromium included;
-the tree is sampled every 0.25 s and each process's last reading kept, so
-a renderer that exits is still counted up to its last sample) per check.
+outcome not `failed`) per second, and CPU seconds per check: utime +
+stime + cutime + cstime from /proc/PID/stat summed over the daemon's
+process tree (Chromium included), at the phase's end less at its start,
+so a renderer that exited (reaped by Chromium's zygote, its CPU moved to
+the zygote's cutime) is counted whole. As a cross-check, the whole
+machine's busy CPU over the phase (/proc/stat, steal excluded), which
+on an otherwise idle machine should be a little above the tree's.
 In the browser phase, the browser's memory: the largest sum of PSS
 (/proc/PID/smaps_rollup) over the daemon's Chromium processes seen while
---tabs renders ran at once.
+renders ran.
 
 Nothing is downloaded; semclip is built by `cargo build --bin semclip`
 (the dev profile optimises; set --semclip for another build). Not run in CI.
@@ -110,7 +114,23 @@ def cpu_ticks(pid):
     except OSError:
         return None
     fields = stat[stat.rfind(")") + 2:].split()
-    return int(fields[11]) + int(fields[12])
+    # utime, stime, and cutime, cstime: the CPU of its children already
+    # exited and reaped (Chromium's renderers, one per browser context,
+    # exit after each render and are reaped by its zygote).
+    return sum(int(fields[i]) for i in (11, 12, 13, 14))
+
+
+def tree_ticks(root):
+    """CPU ticks of root's tree, reaped descendants included."""
+    return sum(t for t in map(cpu_ticks, tree(root)) if t is not None)
+
+
+def machine_busy_ticks():
+    """Busy ticks of the whole machine (user, nice, system, irq, softirq;
+    not idle, iowait or steal), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7))
 
 
 def name(pid):
@@ -132,13 +152,13 @@ def pss_kb(pid):
     return 0
 
 
-def phase(kind, args, port):
+def phase(kind, args, port, tabs):
     with tempfile.TemporaryDirectory() as d:
         os.mkdir(f"{d}/watches")
         with open(f"{d}/semclip.yaml", "w") as f:
             f.write(
                 "database: state/semclip.db\nwatches: watches\n"
-                f"browser: {{executable: {args.chromium}, max_pages: {args.tabs}}}\n"
+                f"browser: {{executable: {args.chromium}, max_pages: {tabs or 1}}}\n"
                 "limits: {per_host: 64, host_spacing: 0s, concurrency: 64}\n"
             )
         fetch = (
@@ -158,26 +178,24 @@ def phase(kind, args, port):
             stderr=log,
             cwd=d,
         )
-        ticks = {}
         peak_pss = 0
         warm = time.monotonic() + 10
         start = end = None
         while True:
             now = time.monotonic()
             pids = tree(daemon.pid)
-            for pid in pids:
-                t = cpu_ticks(pid)
-                if t is not None:
-                    ticks[pid] = t
             if start is None and now >= warm:
                 # Measure from here: the browser is started and warm.
-                start, base = now, dict(ticks)
+                start = now
+                base, busy0 = tree_ticks(daemon.pid), machine_busy_ticks()
                 lines0 = open(f"{d}/log").read().count("check finished")
                 end = start + args.seconds
             if start is not None:
                 chromium = [p for p in pids if name(p).startswith("chrom")]
                 peak_pss = max(peak_pss, sum(pss_kb(p) for p in chromium))
                 if now >= end:
+                    cpu = (tree_ticks(daemon.pid) - base) / TICK
+                    busy = (machine_busy_ticks() - busy0) / TICK
                     break
             time.sleep(0.25)
         text = open(f"{d}/log").read()
@@ -186,9 +204,9 @@ def phase(kind, args, port):
         finished = [l for l in text.splitlines() if "check finished" in l]
         measured = finished[lines0:]
         ok = [l for l in measured if "outcome=failed" not in l]
-        cpu = sum(t - base.get(p, 0) for p, t in ticks.items()) / TICK
         return {
             "kind": kind,
+            "tabs": tabs,
             "pages": args.pages,
             "seconds": args.seconds,
             "checks": len(ok),
@@ -196,6 +214,7 @@ def phase(kind, args, port):
             "checks_per_second": len(ok) / args.seconds,
             "cpu_seconds": cpu,
             "cpu_ms_per_check": 1000 * cpu / max(len(ok), 1),
+            "machine_busy_seconds": busy,
             "peak_browser_pss_mb": peak_pss / 1024 if kind == "browser" else None,
         }
 
@@ -204,7 +223,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--pages", type=int, default=8)
     p.add_argument("--seconds", type=int, default=60)
-    p.add_argument("--tabs", type=int, default=4)
+    p.add_argument(
+        "--tabs",
+        type=lambda v: [int(n) for n in v.split(",")],
+        default=[1, 2, 4],
+        help="browser.max_pages of each browser phase, comma-separated",
+    )
     p.add_argument("--semclip", default="target/debug/semclip")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     args = p.parse_args()
@@ -212,14 +236,18 @@ def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
-    results = [phase(kind, args, port) for kind in ("http", "browser")]
+    results = [phase("http", args, port, None)]
+    results += [phase("browser", args, port, tabs) for tabs in args.tabs]
     server.shutdown()
-    print(f"{'phase':8} {'checks/s':>9} {'failed':>7} {'CPU ms/check':>13} {'browser PSS':>12}")
+    print(
+        f"{'phase':8} {'tabs':>4} {'checks/s':>9} {'failed':>7} {'CPU ms/check':>13} "
+        f"{'machine busy s':>15} {'browser PSS':>12}"
+    )
     for r in results:
         pss = f"{r['peak_browser_pss_mb']:.0f} MB" if r["peak_browser_pss_mb"] else "-"
         print(
-            f"{r['kind']:8} {r['checks_per_second']:9.2f} {r['failed']:7d} "
-            f"{r['cpu_ms_per_check']:13.1f} {pss:>12}"
+            f"{r['kind']:8} {r['tabs'] or '-':>4} {r['checks_per_second']:9.2f} {r['failed']:7d} "
+            f"{r['cpu_ms_per_check']:13.1f} {r['machine_busy_seconds']:15.1f} {pss:>12}"
         )
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json")
     with open(out, "w") as f:

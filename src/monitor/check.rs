@@ -47,14 +47,42 @@ use crate::store::{
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
 
-/// `limits.host_spacing` across the replicas sharing the store: each
-/// request start is reserved in the database
-/// ([`Store::reserve_host_start`]). `limits.per_host` (requests in flight)
-/// stays per replica.
+/// `limits.host_spacing` and `limits.per_host` across the replicas
+/// sharing the store: each request start is reserved in the database
+/// ([`Store::reserve_host_start`]), and each request takes one of its
+/// host's `per_host` slots there ([`Store::take_host_slot`]) for as long
+/// as it runs. If the database cannot be reached for either, the replica
+/// goes on with its own spacing and count, and says so.
 #[derive(Debug)]
-struct StoreSpacing(Arc<StorePool>);
+struct StoreHosts {
+    stores: Arc<StorePool>,
+    /// The owner of this process's slots: its pid and a random part.
+    owner: Arc<str>,
+    /// The hosts (with the `per_host` they were made for) whose slot rows
+    /// this process made sure of.
+    ensured: std::sync::Mutex<std::collections::HashSet<(String, usize)>>,
+}
 
-impl fetch::SharedSpacing for StoreSpacing {
+impl StoreHosts {
+    fn new(stores: Arc<StorePool>) -> StoreHosts {
+        StoreHosts {
+            stores,
+            owner: Arc::from(format!(
+                "{}/{:08x}",
+                std::process::id(),
+                rand::random::<u32>()
+            )),
+            ensured: std::sync::Mutex::default(),
+        }
+    }
+
+    fn unavailable(host: &str, what: &str, error: PoolError) {
+        tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+            "cannot {what} in the store; counting this replica's requests only");
+    }
+}
+
+impl fetch::SharedHosts for StoreHosts {
     fn reserve<'a>(
         &'a self,
         host: &'a str,
@@ -63,7 +91,7 @@ impl fetch::SharedSpacing for StoreSpacing {
         Box::pin(async move {
             let owned = host.to_owned();
             let reserved = self
-                .0
+                .stores
                 .run(move |s| s.reserve_host_start(&owned, SystemTime::now(), spacing))
                 .await;
             match reserved {
@@ -75,6 +103,76 @@ impl fetch::SharedSpacing for StoreSpacing {
                 }
             }
         })
+    }
+
+    fn take_slot<'a>(
+        &'a self,
+        host: &'a str,
+        per_host: usize,
+        until: SystemTime,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = fetch::SlotTake> + Send + 'a>> {
+        Box::pin(async move {
+            let key = (host.to_owned(), per_host);
+            let ensured = self
+                .ensured
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&key);
+            if !ensured {
+                let owned = host.to_owned();
+                match self
+                    .stores
+                    .run(move |s| s.ensure_host_slots(&owned, per_host))
+                    .await
+                {
+                    Ok(()) => {
+                        self.ensured
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(key);
+                    }
+                    Err(error) => {
+                        Self::unavailable(host, "make a host's request slots", error);
+                        return fetch::SlotTake::Unavailable;
+                    }
+                }
+            }
+            let owned = host.to_owned();
+            let owner = Arc::clone(&self.owner);
+            let taken = self
+                .stores
+                .run(move |s| s.take_host_slot(&owned, per_host, &owner, SystemTime::now(), until))
+                .await;
+            match taken {
+                Ok(Some(slot)) => fetch::SlotTake::Taken(slot),
+                Ok(None) => fetch::SlotTake::Full,
+                Err(error) => {
+                    Self::unavailable(host, "take a request slot", error);
+                    fetch::SlotTake::Unavailable
+                }
+            }
+        })
+    }
+
+    fn give_back(&self, host: &str, slot: i64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime to send the work to (shutting down): the slot is
+            // free again when its lease ends.
+            return;
+        };
+        let stores = Arc::clone(&self.stores);
+        let owner = Arc::clone(&self.owner);
+        let host = host.to_owned();
+        runtime.spawn(async move {
+            let owned = host.clone();
+            if let Err(error) = stores
+                .run(move |s| s.give_back_host_slot(&owned, slot, &owner))
+                .await
+            {
+                tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                    "cannot give back a request slot; it is free again when its lease ends");
+            }
+        });
     }
 }
 
@@ -103,7 +201,7 @@ impl Engine {
     pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
         let mut limiter = HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing);
         if stores.shared_by_replicas() {
-            limiter = limiter.with_shared(Arc::new(StoreSpacing(Arc::clone(&stores))));
+            limiter = limiter.with_shared(Arc::new(StoreHosts::new(Arc::clone(&stores))));
         }
         Engine {
             stores,
@@ -885,7 +983,7 @@ async fn browse(engine: &Engine, req: RenderRequest<'_>) -> Result<Rendered, Sou
     engine.clients.fence().route(url, url, 0)?;
     let host = url.host_str().unwrap_or_default();
     fetch::refuse_if_held(&engine.limiter, url, req.timeout).await?;
-    let _permit = engine.limiter.acquire(host).await;
+    let _permit = engine.limiter.acquire(host, req.timeout).await;
     engine
         .browsers
         .render(req)

@@ -126,10 +126,11 @@ pub fn backoff(attempt: u32, base: Duration) -> Duration {
     delay + jitter
 }
 
-/// Request starts to a host, reserved where other processes see them too
-/// (replicas on one database): each reservation is at least `spacing` after
-/// every one before it, whichever process made it.
-pub trait SharedSpacing: Send + Sync + std::fmt::Debug {
+/// A host's politeness kept where other processes see it too (replicas
+/// on one database): request starts reserved at least `spacing` after
+/// every one before them, and at most `per_host` requests in flight,
+/// whichever process makes them.
+pub trait SharedHosts: Send + Sync + std::fmt::Debug {
     /// Reserves a start to `host`; resolves to when the request may start,
     /// or `None` when no reservation could be made (the caller goes on
     /// with its own spacing only).
@@ -138,18 +139,73 @@ pub trait SharedSpacing: Send + Sync + std::fmt::Debug {
         host: &'a str,
         spacing: Duration,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>>;
+
+    /// Takes one of `host`'s `per_host` request slots until `until` (the
+    /// latest the request may still run).
+    fn take_slot<'a>(
+        &'a self,
+        host: &'a str,
+        per_host: usize,
+        until: SystemTime,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = SlotTake> + Send + 'a>>;
+
+    /// Gives back a slot [`SharedHosts::take_slot`] gave; called when the
+    /// request ends (from a drop: it may not wait, so it sends the work
+    /// off). A slot not given back is free again at its `until`.
+    fn give_back(&self, host: &str, slot: i64);
+}
+
+/// The answer to [`SharedHosts::take_slot`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotTake {
+    /// This slot is the caller's.
+    Taken(i64),
+    /// Every slot is taken: ask again a little later.
+    Full,
+    /// The shared count cannot be reached: the caller goes on with its
+    /// own count only (and the implementation logs why).
+    Unavailable,
+}
+
+/// How long a request waiting for a shared slot first waits before asking
+/// again; each wait doubles, up to [`SLOT_POLL_MAX`], with jitter, so that
+/// replicas waiting for one host do not ask in lockstep.
+const SLOT_POLL_MIN: Duration = Duration::from_millis(20);
+/// The longest wait between two asks for a shared slot.
+const SLOT_POLL_MAX: Duration = Duration::from_millis(500);
+/// How long after its request's deadline a shared slot that was never
+/// given back is free again (the request's process died, or its give-back
+/// failed).
+pub const SLOT_MARGIN: Duration = Duration::from_secs(5);
+
+/// A request's place on a host: its slot in this process and, with
+/// [`SharedHosts`], its slot among all processes; both are given back
+/// when it drops.
+#[derive(Debug)]
+pub struct HostPermit {
+    _local: OwnedSemaphorePermit,
+    shared: Option<(Arc<dyn SharedHosts>, String, i64)>,
+}
+
+impl Drop for HostPermit {
+    fn drop(&mut self) {
+        if let Some((shared, host, slot)) = self.shared.take() {
+            shared.give_back(&host, slot);
+        }
+    }
 }
 
 /// Per-host politeness: at most `per_host` requests in flight to one host,
-/// and request starts to one host at least `spacing` apart; with a
-/// [`SharedSpacing`], the spacing holds across processes too (each request
-/// first waits for its place here, then for its reserved start there).
+/// and request starts to one host at least `spacing` apart; with
+/// [`SharedHosts`], both hold across processes too (each request first
+/// waits for its place here, then for a slot there, then for its spacing
+/// here and its reserved start there).
 #[derive(Debug)]
 pub struct HostLimiter {
     per_host: usize,
     spacing: Duration,
     hosts: Mutex<HashMap<String, Arc<HostSlot>>>,
-    shared: Option<Arc<dyn SharedSpacing>>,
+    shared: Option<Arc<dyn SharedHosts>>,
 }
 
 #[derive(Debug)]
@@ -176,17 +232,46 @@ impl HostLimiter {
         }
     }
 
-    /// The limiter, its spacing also reserved through `shared`.
-    pub fn with_shared(mut self, shared: Arc<dyn SharedSpacing>) -> HostLimiter {
+    /// The limiter, its spacing and its count of requests in flight also
+    /// kept through `shared`.
+    pub fn with_shared(mut self, shared: Arc<dyn SharedHosts>) -> HostLimiter {
         self.shared = Some(shared);
         self
     }
 
-    /// Waits for a slot on `host` and for its spacing; the request may
-    /// start when this returns and holds the slot until the permit drops.
-    pub async fn acquire(&self, host: &str) -> Option<OwnedSemaphorePermit> {
+    /// Waits for a place on `host` (here and, with [`SharedHosts`], among
+    /// all processes) and for its spacing; the request may start when
+    /// this returns and holds its place until the permit drops. `timeout`
+    /// is the request's deadline: a shared slot not given back (its
+    /// process died) is free again [`SLOT_MARGIN`] after it.
+    pub async fn acquire(&self, host: &str, timeout: Duration) -> Option<HostPermit> {
+        let hold_for = timeout.saturating_add(SLOT_MARGIN);
         let slot = self.slot(host);
-        let permit = Arc::clone(&slot.permits).acquire_owned().await.ok()?;
+        let local = Arc::clone(&slot.permits).acquire_owned().await.ok()?;
+        let mut permit = HostPermit {
+            _local: local,
+            shared: None,
+        };
+        if let Some(shared) = &self.shared {
+            let mut wait = SLOT_POLL_MIN;
+            loop {
+                match shared
+                    .take_slot(host, self.per_host, SystemTime::now() + hold_for)
+                    .await
+                {
+                    SlotTake::Taken(n) => {
+                        permit.shared = Some((Arc::clone(shared), host.to_owned(), n));
+                        break;
+                    }
+                    SlotTake::Unavailable => break,
+                    SlotTake::Full => {
+                        let jitter = wait.mul_f64(rand::random::<f64>() * 0.25);
+                        tokio::time::sleep(wait + jitter).await;
+                        wait = (wait * 2).min(SLOT_POLL_MAX);
+                    }
+                }
+            }
+        }
         let start = {
             let mut next = slot.next_start.lock().await;
             let start = (*next).max(Instant::now());
@@ -361,7 +446,7 @@ pub async fn fetch(
     let mut attempt = 0;
     loop {
         let result = {
-            let _permit = limiter.acquire(&host).await;
+            let _permit = limiter.acquire(&host, req.opts.request_timeout).await;
             follow(clients, req).await
         };
         if let Err(SourceError::Blocked { blocked, .. }) = &result
@@ -592,7 +677,7 @@ pub async fn post_form(
     }
     let client = clients.get(opts, route)?;
     let host = url.host_str().unwrap_or_default().to_owned();
-    let _permit = limiter.acquire(&host).await;
+    let _permit = limiter.acquire(&host, opts.request_timeout).await;
     let mut request = client
         .post(url.clone())
         .timeout(opts.request_timeout)
@@ -643,9 +728,9 @@ mod tests {
             limiter.held("a.example").await,
             Some(Duration::from_secs(5))
         );
-        let _other = limiter.acquire("b.example").await;
+        let _other = limiter.acquire("b.example", Duration::from_secs(1)).await;
         assert_eq!(t0.elapsed(), Duration::ZERO);
-        let _p = limiter.acquire("a.example").await;
+        let _p = limiter.acquire("a.example", Duration::from_secs(1)).await;
         assert_eq!(t0.elapsed(), Duration::from_secs(5));
         assert_eq!(limiter.held("a.example").await, None);
     }
@@ -685,7 +770,7 @@ mod tests {
         // timeout waits its turn, it is not refused as blocked.
         let limiter = HostLimiter::new(4, Duration::from_secs(2));
         for _ in 0..3 {
-            let _p = limiter.acquire("a.example").await;
+            let _p = limiter.acquire("a.example", Duration::from_secs(1)).await;
         }
         assert_eq!(limiter.held("a.example").await, None);
         let url = Url::parse("http://a.example/page").unwrap_or_else(|e| panic!("{e}"));
@@ -703,16 +788,100 @@ mod tests {
         ));
     }
 
+    /// Slots counted in memory, as the store counts them for replicas.
+    #[derive(Debug, Default)]
+    struct CountedSlots {
+        taken: std::sync::Mutex<Vec<i64>>,
+        asks: std::sync::atomic::AtomicUsize,
+    }
+
+    impl SharedHosts for CountedSlots {
+        fn reserve<'a>(
+            &'a self,
+            _host: &'a str,
+            _spacing: Duration,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>>
+        {
+            Box::pin(async { None })
+        }
+
+        fn take_slot<'a>(
+            &'a self,
+            _host: &'a str,
+            per_host: usize,
+            _until: SystemTime,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = SlotTake> + Send + 'a>> {
+            Box::pin(async move {
+                self.asks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+                let free =
+                    (0..i64::try_from(per_host).unwrap_or(i64::MAX)).find(|n| !taken.contains(n));
+                match free {
+                    Some(n) => {
+                        taken.push(n);
+                        SlotTake::Taken(n)
+                    }
+                    None => SlotTake::Full,
+                }
+            })
+        }
+
+        fn give_back(&self, _host: &str, slot: i64) {
+            self.taken
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|&n| n != slot);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_waits_for_a_shared_slot_and_gives_it_back_when_it_ends() {
+        let shared = Arc::new(CountedSlots::default());
+        // Another process holds slot 0 of 1.
+        shared
+            .taken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(0);
+        let limiter = HostLimiter::new(1, Duration::ZERO)
+            .with_shared(Arc::clone(&shared) as Arc<dyn SharedHosts>);
+        let waiting = tokio::time::timeout(
+            Duration::from_secs(2),
+            limiter.acquire("a.example", Duration::from_secs(1)),
+        )
+        .await;
+        assert!(waiting.is_err(), "no slot free among the processes");
+        let asked = shared.asks.load(std::sync::atomic::Ordering::SeqCst);
+        // Asked again and again, backing off: 20 ms doubling to 500 ms.
+        assert!((4..=10).contains(&asked), "{asked} asks in 2 s");
+        // The other process gives its slot back: the request takes it.
+        shared.give_back("a.example", 0);
+        let permit = limiter.acquire("a.example", Duration::from_secs(1)).await;
+        assert!(permit.is_some());
+        assert_eq!(
+            *shared.taken.lock().unwrap_or_else(|p| p.into_inner()),
+            vec![0]
+        );
+        drop(permit);
+        assert!(
+            shared
+                .taken
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn host_spacing_separates_request_starts() {
         let limiter = HostLimiter::new(4, Duration::from_secs(2));
         let t0 = Instant::now();
         let mut starts = Vec::new();
         for _ in 0..3 {
-            let _p = limiter.acquire("a.example").await;
+            let _p = limiter.acquire("a.example", Duration::from_secs(1)).await;
             starts.push(t0.elapsed());
         }
-        let _other = limiter.acquire("b.example").await;
+        let _other = limiter.acquire("b.example", Duration::from_secs(1)).await;
         assert_eq!(
             starts,
             vec![
@@ -731,12 +900,20 @@ mod tests {
     #[tokio::test]
     async fn per_host_limits_requests_in_flight() {
         let limiter = HostLimiter::new(2, Duration::ZERO);
-        let a = limiter.acquire("h").await;
-        let b = limiter.acquire("h").await;
-        let third = tokio::time::timeout(Duration::from_millis(50), limiter.acquire("h")).await;
+        let a = limiter.acquire("h", Duration::from_secs(1)).await;
+        let b = limiter.acquire("h", Duration::from_secs(1)).await;
+        let third = tokio::time::timeout(
+            Duration::from_millis(50),
+            limiter.acquire("h", Duration::from_secs(1)),
+        )
+        .await;
         assert!(third.is_err(), "a third request waits");
         drop(a);
-        let third = tokio::time::timeout(Duration::from_millis(500), limiter.acquire("h")).await;
+        let third = tokio::time::timeout(
+            Duration::from_millis(500),
+            limiter.acquire("h", Duration::from_secs(1)),
+        )
+        .await;
         assert!(third.is_ok());
         drop(b);
     }

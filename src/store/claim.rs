@@ -23,6 +23,12 @@
 //!   ([`Claim::Mine::rerun_of`]), so the daemon counts and logs the rare
 //!   check run again.
 //!
+//! Also here, a host's politeness across replicas: each request start is
+//! reserved on the host's row ([`Store::reserve_host_start`],
+//! `limits.host_spacing`), and each request takes one of the host's
+//! `per_host` slots for as long as it runs ([`Store::take_host_slot`],
+//! `limits.per_host`).
+//!
 //! # Decisions
 //!
 //! - **The lease** is chosen by the caller from the watch's fetch settings
@@ -184,6 +190,98 @@ impl Store {
         })
     }
 
+    /// Takes one of `host`'s `per_host` request slots for `owner` until
+    /// `until` (the latest the request may still run): gives the slot's
+    /// number, or `None` when every slot is taken by an unexpired lease (or
+    /// being taken at this instant). PostgreSQL only; SQLite (one daemon,
+    /// whose own limiter counts its requests) always gives slot 0.
+    ///
+    /// A host's slot rows are made beforehand ([`ensure`]), once per
+    /// host and process. The take is committed without waiting for the WAL flush
+    /// (`synchronous_commit` off for its own transaction): a slot is
+    /// politeness, not data, and a PostgreSQL crash that loses a take
+    /// costs at most a moment with one request more in flight to a host.
+    ///
+    /// [`ensure`]: Store::ensure_host_slots
+    pub fn take_host_slot(
+        &mut self,
+        host: &str,
+        per_host: usize,
+        owner: &str,
+        now: SystemTime,
+        until: SystemTime,
+    ) -> Result<Option<i64>, StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok(Some(0));
+        }
+        let per_host = i64::try_from(per_host).unwrap_or(i64::MAX);
+        let err = |source| StoreError::Database {
+            path: self.path.clone(),
+            action: format!("take a request slot of {host}"),
+            source,
+        };
+        let row = self
+            .db()
+            .query_opt(
+                TAKE_SLOT,
+                args![host, per_host, owner, to_millis(now)?, to_millis(until)?],
+            )
+            .map_err(err)?;
+        row.map(|mut row| row.get::<i64>(0))
+            .transpose()
+            .map_err(err)
+    }
+
+    /// Makes sure `host` has its `per_host` slot rows (slots `0..per_host`;
+    /// rows past a lowered `per_host` are left, and ignored by
+    /// [`Store::take_host_slot`]).
+    pub fn ensure_host_slots(&mut self, host: &str, per_host: usize) -> Result<(), StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok(());
+        }
+        let per_host = i64::try_from(per_host).unwrap_or(i64::MAX);
+        self.db()
+            .execute(
+                "INSERT INTO host_slot (host, slot)
+                 SELECT ?1, n FROM generate_series(0, CAST(?2 AS BIGINT) - 1) AS n
+                 ON CONFLICT (host, slot) DO NOTHING",
+                args![host, per_host],
+            )
+            .map(drop)
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: format!("make the request slots of {host}"),
+                source,
+            })
+    }
+
+    /// Gives `host`'s slot `slot` back, if `owner` still holds it (a lease
+    /// that ran out may have been taken by another replica since).
+    /// Committed without waiting for the WAL flush, as the take.
+    pub fn give_back_host_slot(
+        &mut self,
+        host: &str,
+        slot: i64,
+        owner: &str,
+    ) -> Result<(), StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok(());
+        }
+        self.db()
+            .execute(
+                "UPDATE host_slot SET owner = NULL, lease_until = NULL
+                 WHERE host = ?1 AND slot = ?2 AND owner = ?3
+                   AND set_config('synchronous_commit', 'off', true) IS NOT NULL",
+                args![host, slot, owner],
+            )
+            .map(drop)
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: format!("give back a request slot of {host}"),
+                source,
+            })
+    }
+
     /// Asks for `watch` to be checked at `at` (check now): its stored next
     /// run moves there, so whichever replica claims it next checks it.
     pub fn request_check(&mut self, watch: &str, at: SystemTime) -> Result<(), StoreError> {
@@ -260,6 +358,26 @@ const CLAIM: &str = "WITH stored AS (
      UNION ALL
      SELECT owner, lease_until, next_run, FALSE FROM watch_claim
      WHERE watch = ?1 AND NOT EXISTS (SELECT 1 FROM found)";
+
+/// The take of a request slot (PostgreSQL): `?1` the host, `?2`
+/// `per_host`, `?3` the owner, `?4` now, `?5` the lease's end (Unix ms).
+/// Locks the lowest free slot below `per_host` (no owner, or a lease run
+/// out) with `SKIP LOCKED`, so replicas taking at once get different
+/// slots, and takes it; one row with its number, or none. `set_config`
+/// turns `synchronous_commit` off for this statement's own transaction
+/// (see [`Store::take_host_slot`]); it sits in the locking query so that
+/// it runs whenever the statement does.
+const TAKE_SLOT: &str = "WITH free AS (
+       SELECT slot FROM host_slot
+       WHERE host = ?1 AND slot < ?2
+         AND (lease_until IS NULL OR lease_until <= ?4)
+         AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+       ORDER BY slot LIMIT 1
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE host_slot h SET owner = ?3, lease_until = ?5
+     FROM free WHERE h.host = ?1 AND h.slot = free.slot
+     RETURNING h.slot";
 
 /// Notes `watch`'s next run `next_run_ms` on its claim row, if it has one
 /// (PostgreSQL only; SQLite keeps no claims): in the transaction that

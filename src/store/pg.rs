@@ -46,7 +46,7 @@ use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -212,6 +212,17 @@ const MIGRATIONS: &[&str] = &[
     // statement that locks one row and decides on it (see `super::claim`).
     "ALTER TABLE watch_claim ADD COLUMN next_run BIGINT;
     UPDATE watch_claim c SET next_run = s.next_run FROM watch_status s WHERE s.watch = c.watch;",
+    // 7: `limits.per_host` across replicas (see `super::claim`): a host's
+    // request slots, numbered from 0, each free or taken by a replica's
+    // process (`owner`) until `lease_until` (Unix ms), the latest a request
+    // may still run.
+    "CREATE TABLE host_slot (
+        host        TEXT NOT NULL,
+        slot        BIGINT NOT NULL,
+        owner       TEXT,
+        lease_until BIGINT,
+        PRIMARY KEY (host, slot)
+    );",
 ];
 
 // Each migration raises the version by one.

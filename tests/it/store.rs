@@ -1978,6 +1978,129 @@ fn postgres_replicas_racing_for_every_run_take_each_run_exactly_once() {
     assert_eq!(late, done, "a claim after the record finds the run done");
 }
 
+/// `limits.per_host` across replicas: replicas racing for one host's
+/// request slots never hold more than `per_host` at once, every slot is
+/// used, a slot whose holder died is free again at its lease's end, and a
+/// late give-back by that holder does not free the slot's new owner.
+#[test]
+fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let Some(engine) = pg_engine(module_path!()) else {
+        return;
+    };
+    const REPLICAS: usize = 4;
+    const PER_HOST: usize = 2;
+    const TAKES: usize = 40;
+    let in_flight = AtomicUsize::new(0);
+    let most = AtomicUsize::new(0);
+    let slots_used = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let lease = Duration::from_secs(60);
+    std::thread::scope(|scope| {
+        for r in 0..REPLICAS {
+            let (engine, in_flight, most, slots_used) = (&engine, &in_flight, &most, &slots_used);
+            scope.spawn(move || {
+                let mut store = engine.open();
+                store.ensure_host_slots("h.example", PER_HOST).unwrap();
+                let owner = format!("r{r}");
+                let mut took = 0;
+                while took < TAKES {
+                    let now = SystemTime::now();
+                    let Some(slot) = store
+                        .take_host_slot("h.example", PER_HOST, &owner, now, now + lease)
+                        .unwrap()
+                    else {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    };
+                    let n = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    slots_used.lock().unwrap().insert(slot);
+                    std::thread::sleep(Duration::from_millis(2));
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    store
+                        .give_back_host_slot("h.example", slot, &owner)
+                        .unwrap();
+                    took += 1;
+                }
+            });
+        }
+    });
+    assert!(
+        most.load(Ordering::SeqCst) <= PER_HOST,
+        "never more than per_host in flight: {most:?}"
+    );
+    assert_eq!(
+        slots_used
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+
+    // A holder that died: its slots stay taken until their lease ends.
+    let mut store = engine.open();
+    let t = t0();
+    let end = t + Duration::from_secs(10);
+    for expected in [0, 1] {
+        let slot = store
+            .take_host_slot("h.example", PER_HOST, "dead", t, end)
+            .unwrap();
+        assert_eq!(slot, Some(expected));
+    }
+    let before_end = t + Duration::from_secs(9);
+    assert_eq!(
+        store
+            .take_host_slot(
+                "h.example",
+                PER_HOST,
+                "live",
+                before_end,
+                before_end + lease
+            )
+            .unwrap(),
+        None,
+        "both slots held"
+    );
+    let after_end = t + Duration::from_secs(11);
+    assert_eq!(
+        store
+            .take_host_slot("h.example", PER_HOST, "live", after_end, after_end + lease)
+            .unwrap(),
+        Some(0),
+        "free once the lease ran out"
+    );
+    // The dead holder's late give-back leaves the new owner's slot taken.
+    store.give_back_host_slot("h.example", 0, "dead").unwrap();
+    assert_eq!(
+        store
+            .take_host_slot(
+                "h.example",
+                PER_HOST,
+                "other",
+                before_end,
+                before_end + lease
+            )
+            .unwrap(),
+        None,
+        "slot 0 is live's, slot 1 still dead's"
+    );
+    // A larger per_host needs its rows made; then the new slot is free.
+    assert_eq!(
+        store
+            .take_host_slot("h.example", 3, "other", before_end, before_end + lease)
+            .unwrap(),
+        None
+    );
+    store.ensure_host_slots("h.example", 3).unwrap();
+    assert_eq!(
+        store
+            .take_host_slot("h.example", 3, "other", before_end, before_end + lease)
+            .unwrap(),
+        Some(2)
+    );
+}
+
 on_both! {
     fn a_check_starts_from_its_status_hash_and_layout_read_together(engine: &Engine) {
         use semclip::store::CheckStart;
