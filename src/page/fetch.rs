@@ -167,12 +167,13 @@ pub enum SlotTake {
     Unavailable,
 }
 
-/// How long a request waiting for a shared slot first waits before asking
-/// again; each wait doubles, up to [`SLOT_POLL_MAX`], with jitter, so that
-/// replicas waiting for one host do not ask in lockstep.
-const SLOT_POLL_MIN: Duration = Duration::from_millis(20);
-/// The longest wait between two asks for a shared slot.
-const SLOT_POLL_MAX: Duration = Duration::from_millis(500);
+/// How long a request waiting for a shared slot waits before asking
+/// again, plus up to half as much again at random. Every waiter asks at
+/// the same pace, however long it has waited: with a back-off that grew
+/// with the wait, a request that just arrived would ask far more often
+/// than one that had waited long, and take every slot given back, so that
+/// one replica's requests could starve behind another's.
+const SLOT_POLL: Duration = Duration::from_millis(100);
 /// How long after its request's deadline a shared slot that was never
 /// given back is free again (the request's process died, or its give-back
 /// failed).
@@ -253,7 +254,6 @@ impl HostLimiter {
             shared: None,
         };
         if let Some(shared) = &self.shared {
-            let mut wait = SLOT_POLL_MIN;
             loop {
                 match shared
                     .take_slot(host, self.per_host, SystemTime::now() + hold_for)
@@ -265,9 +265,8 @@ impl HostLimiter {
                     }
                     SlotTake::Unavailable => break,
                     SlotTake::Full => {
-                        let jitter = wait.mul_f64(rand::random::<f64>() * 0.25);
-                        tokio::time::sleep(wait + jitter).await;
-                        wait = (wait * 2).min(SLOT_POLL_MAX);
+                        let jitter = SLOT_POLL.mul_f64(rand::random::<f64>() * 0.5);
+                        tokio::time::sleep(SLOT_POLL + jitter).await;
                     }
                 }
             }
@@ -852,8 +851,8 @@ mod tests {
         .await;
         assert!(waiting.is_err(), "no slot free among the processes");
         let asked = shared.asks.load(std::sync::atomic::Ordering::SeqCst);
-        // Asked again and again, backing off: 20 ms doubling to 500 ms.
-        assert!((4..=10).contains(&asked), "{asked} asks in 2 s");
+        // Asked again every 100 to 150 ms.
+        assert!((14..=21).contains(&asked), "{asked} asks in 2 s");
         // The other process gives its slot back: the request takes it.
         shared.give_back("a.example", 0);
         let permit = limiter.acquire("a.example", Duration::from_secs(1)).await;
