@@ -110,6 +110,7 @@ impl fetch::SharedHosts for StoreHosts {
         host: &'a str,
         per_host: usize,
         until: SystemTime,
+        waiter: &'a fetch::Waiter,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = fetch::SlotTake> + Send + 'a>> {
         Box::pin(async move {
             let key = (host.to_owned(), per_host);
@@ -139,9 +140,17 @@ impl fetch::SharedHosts for StoreHosts {
             }
             let owned = host.to_owned();
             let owner = Arc::clone(&self.owner);
+            let waiter = waiter.clone();
             let taken = self
                 .stores
-                .run(move |s| s.take_host_slot(&owned, per_host, &owner, SystemTime::now(), until))
+                .run(move |s| {
+                    let asking = crate::store::SlotWaiter {
+                        ticket: &waiter.ticket,
+                        since: waiter.since,
+                        queues: waiter.queued,
+                    };
+                    s.take_host_slot(&owned, per_host, &owner, SystemTime::now(), until, &asking)
+                })
                 .await;
             match taken {
                 Ok(Some(slot)) => fetch::SlotTake::Taken(slot),
@@ -171,6 +180,25 @@ impl fetch::SharedHosts for StoreHosts {
             {
                 tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
                     "cannot give back a request slot; it is free again when its lease ends");
+            }
+        });
+    }
+
+    fn leave_queue(&self, host: &str, ticket: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Shutting down: the wait stops counting once it is not renewed.
+            return;
+        };
+        let stores = Arc::clone(&self.stores);
+        let (host, ticket) = (host.to_owned(), ticket.to_owned());
+        runtime.spawn(async move {
+            let owned = host.clone();
+            if let Err(error) = stores
+                .run(move |s| s.leave_host_queue(&owned, &ticket, SystemTime::now()))
+                .await
+            {
+                tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                    "cannot leave the queue for a request slot; the wait stops counting soon");
             }
         });
     }

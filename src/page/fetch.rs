@@ -141,18 +141,54 @@ pub trait SharedHosts: Send + Sync + std::fmt::Debug {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SystemTime>> + Send + 'a>>;
 
     /// Takes one of `host`'s `per_host` request slots until `until` (the
-    /// latest the request may still run).
+    /// latest the request may still run), for the request `waiter`: first
+    /// come, first served among the requests that wait (`waiter.queued`:
+    /// every ask after its first).
     fn take_slot<'a>(
         &'a self,
         host: &'a str,
         per_host: usize,
         until: SystemTime,
+        waiter: &'a Waiter,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = SlotTake> + Send + 'a>>;
+
+    /// Takes a request that queued out of `host`'s queue (it got its slot
+    /// or gave up); from a drop too, so it sends the work off.
+    fn leave_queue(&self, host: &str, ticket: &str);
 
     /// Gives back a slot [`SharedHosts::take_slot`] gave; called when the
     /// request ends (from a drop: it may not wait, so it sends the work
     /// off). A slot not given back is free again at its `until`.
     fn give_back(&self, host: &str, slot: i64);
+}
+
+/// A request asking for a shared host slot.
+#[derive(Debug, Clone)]
+pub struct Waiter {
+    /// Unique among all requests of all processes (random).
+    pub ticket: String,
+    /// When it began to wait.
+    pub since: SystemTime,
+    /// Whether it queues: noted among the waiters, after a first ask that
+    /// found no slot it could take.
+    pub queued: bool,
+}
+
+/// A request asking for a shared slot; when it drops (it got its slot,
+/// gave up, or its wait was cancelled), it leaves its host's queue if it
+/// queued.
+struct Asking<'a> {
+    shared: &'a dyn SharedHosts,
+    host: &'a str,
+    waiter: Waiter,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if self.waiter.queued {
+            self.shared.leave_queue(self.host, &self.waiter.ticket);
+        }
+    }
 }
 
 /// The answer to [`SharedHosts::take_slot`].
@@ -168,11 +204,9 @@ pub enum SlotTake {
 }
 
 /// How long a request waiting for a shared slot waits before asking
-/// again, plus up to half as much again at random. Every waiter asks at
-/// the same pace, however long it has waited: with a back-off that grew
-/// with the wait, a request that just arrived would ask far more often
-/// than one that had waited long, and take every slot given back, so that
-/// one replica's requests could starve behind another's.
+/// again, plus up to half as much again at random. The order in which
+/// waiting requests get slots is kept by [`SharedHosts`] (first come,
+/// first served), not by who asks first.
 const SLOT_POLL: Duration = Duration::from_millis(100);
 /// How long after its request's deadline a shared slot that was never
 /// given back is free again (the request's process died, or its give-back
@@ -254,9 +288,19 @@ impl HostLimiter {
             shared: None,
         };
         if let Some(shared) = &self.shared {
+            let mut asking = Asking {
+                shared: shared.as_ref(),
+                host,
+                waiter: Waiter {
+                    ticket: format!("{:016x}", rand::random::<u64>()),
+                    since: SystemTime::now(),
+                    queued: false,
+                },
+            };
             loop {
+                let until = SystemTime::now() + hold_for;
                 match shared
-                    .take_slot(host, self.per_host, SystemTime::now() + hold_for)
+                    .take_slot(host, self.per_host, until, &asking.waiter)
                     .await
                 {
                     SlotTake::Taken(n) => {
@@ -265,6 +309,7 @@ impl HostLimiter {
                     }
                     SlotTake::Unavailable => break,
                     SlotTake::Full => {
+                        asking.waiter.queued = true;
                         let jitter = SLOT_POLL.mul_f64(rand::random::<f64>() * 0.5);
                         tokio::time::sleep(SLOT_POLL + jitter).await;
                     }
@@ -792,6 +837,8 @@ mod tests {
     struct CountedSlots {
         taken: std::sync::Mutex<Vec<i64>>,
         asks: std::sync::atomic::AtomicUsize,
+        tickets: std::sync::Mutex<Vec<String>>,
+        left: std::sync::Mutex<Vec<String>>,
     }
 
     impl SharedHosts for CountedSlots {
@@ -809,9 +856,15 @@ mod tests {
             _host: &'a str,
             per_host: usize,
             _until: SystemTime,
+            waiter: &'a Waiter,
         ) -> std::pin::Pin<Box<dyn std::future::Future<Output = SlotTake> + Send + 'a>> {
             Box::pin(async move {
-                self.asks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let n = self.asks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                assert_eq!(waiter.queued, n > 0, "queued from its second ask on");
+                self.tickets
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(waiter.ticket.clone());
                 let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
                 let free =
                     (0..i64::try_from(per_host).unwrap_or(i64::MAX)).find(|n| !taken.contains(n));
@@ -830,6 +883,13 @@ mod tests {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .retain(|&n| n != slot);
+        }
+
+        fn leave_queue(&self, _host: &str, ticket: &str) {
+            self.left
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(ticket.to_owned());
         }
     }
 
@@ -853,8 +913,10 @@ mod tests {
         let asked = shared.asks.load(std::sync::atomic::Ordering::SeqCst);
         // Asked again every 100 to 150 ms.
         assert!((14..=21).contains(&asked), "{asked} asks in 2 s");
-        // The other process gives its slot back: the request takes it.
+        // The other process gives its slot back: a new request takes it
+        // at its first ask (not queued).
         shared.give_back("a.example", 0);
+        shared.asks.store(0, std::sync::atomic::Ordering::SeqCst);
         let permit = limiter.acquire("a.example", Duration::from_secs(1)).await;
         assert!(permit.is_some());
         assert_eq!(
@@ -869,6 +931,24 @@ mod tests {
                 .unwrap_or_else(|p| p.into_inner())
                 .is_empty()
         );
+        // The first request, cancelled while it queued, left the queue
+        // under its one ticket; the second never queued.
+        let tickets = shared
+            .tickets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let left = shared
+            .left
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(
+            tickets[..asked].iter().all(|t| *t == left[0]),
+            "{tickets:?}"
+        );
+        assert_ne!(tickets[asked], left[0], "a new request, a new ticket");
     }
 
     #[tokio::test(start_paused = true)]

@@ -193,16 +193,30 @@ impl Store {
     /// Takes one of `host`'s `per_host` request slots for `owner` until
     /// `until` (the latest the request may still run): gives the slot's
     /// number, or `None` when every slot is taken by an unexpired lease (or
-    /// being taken at this instant). PostgreSQL only; SQLite (one daemon,
-    /// whose own limiter counts its requests) always gives slot 0.
+    /// being taken at this instant), or when the slots free now are owed
+    /// to requests that have waited longer. PostgreSQL only; SQLite (one
+    /// daemon, whose own limiter counts its requests) always gives slot 0.
+    ///
+    /// **First come, first served.** `waiter` is the request asking: its
+    /// ticket (unique), since when it has waited, and whether it queues.
+    /// A request that queues (every ask after its first one failed) is
+    /// noted in `host_wait` with the time of this ask; a slot free now goes
+    /// to this request only if fewer requests than there are free slots
+    /// have waited longer and asked within [`WAIT_ALIVE`]. Without this, a
+    /// request that just arrived (often the next check of the watch that
+    /// just gave a slot back) would take the slot before the requests
+    /// asking again at intervals, and could starve them. A request taken
+    /// or given up leaves the queue ([`Store::leave_host_queue`]); one that
+    /// vanished stops counting once it has not asked for [`WAIT_ALIVE`].
     ///
     /// A host's slot rows are made beforehand ([`ensure`]), once per
-    /// host and process. The take is committed without waiting for the WAL flush
-    /// (`synchronous_commit` off for its own transaction): a slot is
+    /// host and process. The take is committed without waiting for the WAL
+    /// flush (`synchronous_commit` off for its own transaction): a slot is
     /// politeness, not data, and a PostgreSQL crash that loses a take
     /// costs at most a moment with one request more in flight to a host.
     ///
     /// [`ensure`]: Store::ensure_host_slots
+    #[allow(clippy::too_many_arguments)]
     pub fn take_host_slot(
         &mut self,
         host: &str,
@@ -210,11 +224,13 @@ impl Store {
         owner: &str,
         now: SystemTime,
         until: SystemTime,
+        waiter: &SlotWaiter<'_>,
     ) -> Result<Option<i64>, StoreError> {
         if matches!(self.engine, Engine::Sqlite(_)) {
             return Ok(Some(0));
         }
         let per_host = i64::try_from(per_host).unwrap_or(i64::MAX);
+        let alive_ms = i64::try_from(WAIT_ALIVE.as_millis()).unwrap_or(i64::MAX);
         let err = |source| StoreError::Database {
             path: self.path.clone(),
             action: format!("take a request slot of {host}"),
@@ -224,12 +240,50 @@ impl Store {
             .db()
             .query_opt(
                 TAKE_SLOT,
-                args![host, per_host, owner, to_millis(now)?, to_millis(until)?],
+                args![
+                    host,
+                    per_host,
+                    owner,
+                    to_millis(now)?,
+                    to_millis(until)?,
+                    waiter.ticket,
+                    to_millis(waiter.since)?,
+                    waiter.queues,
+                    alive_ms
+                ],
             )
             .map_err(err)?;
         row.map(|mut row| row.get::<i64>(0))
             .transpose()
             .map_err(err)
+    }
+
+    /// Takes `ticket` out of `host`'s queue of requests waiting for a slot
+    /// (it got one, or gave up), and clears out waits nobody has renewed
+    /// for a minute. Committed without waiting for the WAL flush, as the
+    /// take.
+    pub fn leave_host_queue(
+        &mut self,
+        host: &str,
+        ticket: &str,
+        now: SystemTime,
+    ) -> Result<(), StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok(());
+        }
+        self.db()
+            .execute(
+                "DELETE FROM host_wait
+                 WHERE host = ?1 AND (ticket = ?2 OR seen < CAST(?3 AS BIGINT) - 60000)
+                   AND set_config('synchronous_commit', 'off', true) IS NOT NULL",
+                args![host, ticket, to_millis(now)?],
+            )
+            .map(drop)
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: format!("leave the queue for a request slot of {host}"),
+                source,
+            })
     }
 
     /// Makes sure `host` has its `per_host` slot rows (slots `0..per_host`;
@@ -359,24 +413,64 @@ const CLAIM: &str = "WITH stored AS (
      SELECT owner, lease_until, next_run, FALSE FROM watch_claim
      WHERE watch = ?1 AND NOT EXISTS (SELECT 1 FROM found)";
 
+/// How long a request waiting for a host slot counts as waiting after it
+/// last asked: waiters ask every 100 to 150 ms, so one silent this long is
+/// gone (its check cancelled, its process dead) and must not hold others
+/// back.
+pub const WAIT_ALIVE: Duration = Duration::from_secs(2);
+
+/// A request asking for a host slot (see [`Store::take_host_slot`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SlotWaiter<'a> {
+    /// Unique among all requests of all replicas.
+    pub ticket: &'a str,
+    /// When it began to wait.
+    pub since: SystemTime,
+    /// Whether it is noted in the queue (every ask after its first).
+    pub queues: bool,
+}
+
 /// The take of a request slot (PostgreSQL): `?1` the host, `?2`
-/// `per_host`, `?3` the owner, `?4` now, `?5` the lease's end (Unix ms).
-/// Locks the lowest free slot below `per_host` (no owner, or a lease run
-/// out) with `SKIP LOCKED`, so replicas taking at once get different
-/// slots, and takes it; one row with its number, or none. `set_config`
-/// turns `synchronous_commit` off for this statement's own transaction
-/// (see [`Store::take_host_slot`]); it sits in the locking query so that
-/// it runs whenever the statement does.
-const TAKE_SLOT: &str = "WITH free AS (
+/// `per_host`, `?3` the owner, `?4` now, `?5` the lease's end (Unix ms),
+/// `?6` the waiter's ticket, `?7` since when it waits, `?8` whether it
+/// queues, `?9` [`WAIT_ALIVE`] in ms. One row with the slot taken, or
+/// none.
+///
+/// - `me` notes (or renews) the waiter in `host_wait`, when it queues.
+/// - `ahead` counts the live waiters that came before it (earlier
+///   `since`, the ticket breaking ties); its `set_config` turns
+///   `synchronous_commit` off for this statement's own transaction (see
+///   [`Store::take_host_slot`]), in a query that always runs.
+/// - `free` locks the free slots below `per_host` (no owner, or a lease
+///   run out) with `SKIP LOCKED`, so that replicas taking at once get
+///   different slots.
+/// - `pick` is the lowest of them, if there are more free slots than
+///   waiters ahead; the update takes it.
+const TAKE_SLOT: &str = "WITH me AS (
+       INSERT INTO host_wait (host, ticket, since, seen)
+       SELECT ?1, ?6, ?7, ?4 WHERE CAST(?8 AS BOOLEAN)
+       ON CONFLICT (host, ticket) DO UPDATE SET seen = excluded.seen
+     ),
+     ahead AS (
+       SELECT (SELECT count(*) FROM host_wait
+               WHERE host = ?1 AND ticket <> ?6
+                 AND seen >= CAST(?4 AS BIGINT) - CAST(?9 AS BIGINT)
+                 AND (since < ?7 OR (since = ?7 AND ticket < ?6))) AS n,
+              set_config('synchronous_commit', 'off', true) AS config
+     ),
+     free AS (
        SELECT slot FROM host_slot
        WHERE host = ?1 AND slot < ?2
          AND (lease_until IS NULL OR lease_until <= ?4)
-         AND set_config('synchronous_commit', 'off', true) IS NOT NULL
-       ORDER BY slot LIMIT 1
+       ORDER BY slot
        FOR UPDATE SKIP LOCKED
+     ),
+     pick AS (
+       SELECT min(slot) AS slot FROM free
+       HAVING count(*) > (SELECT n FROM ahead WHERE config IS NOT NULL)
      )
      UPDATE host_slot h SET owner = ?3, lease_until = ?5
-     FROM free WHERE h.host = ?1 AND h.slot = free.slot
+     FROM pick WHERE h.host = ?1 AND h.slot = pick.slot
      RETURNING h.slot";
 
 /// Notes `watch`'s next run `next_run_ms` on its claim row, if it has one

@@ -178,7 +178,13 @@ pub(crate) const TABLES: &[Table] = {
 /// (leases on runs, each host's next request start and request slots, see
 /// [`super::claim`]; the live replicas, see [`super::replica`]). SQLite has no counterpart, and a fresh database
 /// starts with none held.
-pub const NOT_COPIED: &[&str] = &["watch_claim", "host_turn", "host_slot", "replica"];
+pub const NOT_COPIED: &[&str] = &[
+    "watch_claim",
+    "host_turn",
+    "host_slot",
+    "host_wait",
+    "replica",
+];
 
 /// Rows read from the source at a time (snapshot blobs are the large ones).
 const PAGE_ROWS: i64 = 256;

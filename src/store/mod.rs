@@ -107,7 +107,7 @@ mod sql;
 mod state;
 pub mod time;
 
-pub use claim::{BUSY_RETRY, Claim};
+pub use claim::{BUSY_RETRY, Claim, SlotWaiter, WAIT_ALIVE};
 pub use database::{Database, PostgresUrl};
 pub use session::StoredJar;
 pub use sql::DbError;

@@ -215,13 +215,22 @@ const MIGRATIONS: &[&str] = &[
     // 7: `limits.per_host` across replicas (see `super::claim`): a host's
     // request slots, numbered from 0, each free or taken by a replica's
     // process (`owner`) until `lease_until` (Unix ms), the latest a request
-    // may still run.
+    // may still run; and the requests waiting for one (`ticket`), since
+    // when and when each last asked (Unix ms), so slots go first come,
+    // first served.
     "CREATE TABLE host_slot (
         host        TEXT NOT NULL,
         slot        BIGINT NOT NULL,
         owner       TEXT,
         lease_until BIGINT,
         PRIMARY KEY (host, slot)
+    );
+    CREATE TABLE host_wait (
+        host   TEXT NOT NULL,
+        ticket TEXT NOT NULL,
+        since  BIGINT NOT NULL,
+        seen   BIGINT NOT NULL,
+        PRIMARY KEY (host, ticket)
     );",
 ];
 

@@ -1991,6 +1991,14 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
     const REPLICAS: usize = 4;
     const PER_HOST: usize = 2;
     const TAKES: usize = 40;
+    use semclip::store::SlotWaiter;
+    // Asks that never queue: the queue is the test below.
+    let first_ask = SlotWaiter {
+        ticket: "t",
+        since: t0(),
+        queues: false,
+    };
+    let first_ask = &first_ask;
     let in_flight = AtomicUsize::new(0);
     let most = AtomicUsize::new(0);
     let slots_used = std::sync::Mutex::new(std::collections::BTreeSet::new());
@@ -2006,7 +2014,7 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
                 while took < TAKES {
                     let now = SystemTime::now();
                     let Some(slot) = store
-                        .take_host_slot("h.example", PER_HOST, &owner, now, now + lease)
+                        .take_host_slot("h.example", PER_HOST, &owner, now, now + lease, first_ask)
                         .unwrap()
                     else {
                         std::thread::sleep(Duration::from_millis(1));
@@ -2040,64 +2048,133 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
 
     // A holder that died: its slots stay taken until their lease ends.
     let mut store = engine.open();
+    let take = |store: &mut semclip::store::Store, per_host, owner: &str, now: SystemTime| {
+        store
+            .take_host_slot("h.example", per_host, owner, now, now + lease, first_ask)
+            .unwrap()
+    };
     let t = t0();
-    let end = t + Duration::from_secs(10);
     for expected in [0, 1] {
         let slot = store
-            .take_host_slot("h.example", PER_HOST, "dead", t, end)
+            .take_host_slot(
+                "h.example",
+                PER_HOST,
+                "dead",
+                t,
+                t + Duration::from_secs(10),
+                first_ask,
+            )
             .unwrap();
         assert_eq!(slot, Some(expected));
     }
     let before_end = t + Duration::from_secs(9);
     assert_eq!(
-        store
-            .take_host_slot(
-                "h.example",
-                PER_HOST,
-                "live",
-                before_end,
-                before_end + lease
-            )
-            .unwrap(),
+        take(&mut store, PER_HOST, "live", before_end),
         None,
         "both slots held"
     );
     let after_end = t + Duration::from_secs(11);
     assert_eq!(
-        store
-            .take_host_slot("h.example", PER_HOST, "live", after_end, after_end + lease)
-            .unwrap(),
+        take(&mut store, PER_HOST, "live", after_end),
         Some(0),
         "free once the lease ran out"
     );
     // The dead holder's late give-back leaves the new owner's slot taken.
     store.give_back_host_slot("h.example", 0, "dead").unwrap();
     assert_eq!(
-        store
-            .take_host_slot(
-                "h.example",
-                PER_HOST,
-                "other",
-                before_end,
-                before_end + lease
-            )
-            .unwrap(),
+        take(&mut store, PER_HOST, "other", before_end),
         None,
         "slot 0 is live's, slot 1 still dead's"
     );
     // A larger per_host needs its rows made; then the new slot is free.
-    assert_eq!(
+    assert_eq!(take(&mut store, 3, "other", before_end), None);
+    store.ensure_host_slots("h.example", 3).unwrap();
+    assert_eq!(take(&mut store, 3, "other", before_end), Some(2));
+}
+
+/// Host slots go first come, first served: a slot given back goes to the
+/// request that has waited longest, not to one that just arrived and asks
+/// first; a waiter that stopped asking stops counting; one that leaves
+/// the queue stops counting at once.
+#[test]
+fn postgres_host_slots_go_to_the_request_that_waited_longest() {
+    use semclip::store::{SlotWaiter, WAIT_ALIVE};
+    let Some(engine) = pg_engine(module_path!()) else {
+        return;
+    };
+    let mut store = engine.open();
+    store.ensure_host_slots("q.example", 1).unwrap();
+    let t = t0();
+    /// One ask for `q.example`'s one slot.
+    fn take(
+        store: &mut semclip::store::Store,
+        owner: &str,
+        now: SystemTime,
+        waiter: &SlotWaiter<'_>,
+    ) -> Option<i64> {
         store
-            .take_host_slot("h.example", 3, "other", before_end, before_end + lease)
-            .unwrap(),
+            .take_host_slot(
+                "q.example",
+                1,
+                owner,
+                now,
+                now + Duration::from_secs(60),
+                waiter,
+            )
+            .unwrap()
+    }
+    let ask = |ticket, since, queues| SlotWaiter {
+        ticket,
+        since,
+        queues,
+    };
+    assert_eq!(take(&mut store, "h", t, &ask("holder", t, false)), Some(0));
+    // The old waiter asks (and queues) while the slot is held.
+    let old = ask("old", t + Duration::from_millis(100), true);
+    assert_eq!(
+        take(&mut store, "o", t + Duration::from_millis(200), &old),
         None
     );
-    store.ensure_host_slots("h.example", 3).unwrap();
+    store.give_back_host_slot("q.example", 0, "h").unwrap();
+    // A newcomer asks first once the slot is free: it is owed to the old
+    // waiter, who then takes it.
+    let at = t + Duration::from_millis(300);
+    let newcomer = ask("new", at, false);
     assert_eq!(
-        store
-            .take_host_slot("h.example", 3, "other", before_end, before_end + lease)
-            .unwrap(),
-        Some(2)
+        take(&mut store, "n", at, &newcomer),
+        None,
+        "the old waiter comes first"
+    );
+    assert_eq!(take(&mut store, "o", at, &old), Some(0));
+    store.leave_host_queue("q.example", "old", at).unwrap();
+    store.give_back_host_slot("q.example", 0, "o").unwrap();
+    // With the old waiter gone from the queue, the newcomer takes it.
+    let queued_new = ask("new", at, true);
+    assert_eq!(take(&mut store, "n", at, &queued_new), Some(0));
+    store.give_back_host_slot("q.example", 0, "n").unwrap();
+    // A waiter that stopped asking (its check cancelled, its process dead)
+    // holds nobody back once WAIT_ALIVE has passed since its last ask.
+    let gone = ask("gone", at, true);
+    // "new" never left the queue: its row counts only while it is fresh,
+    // as does that of "gone", who asks once while the slot is held.
+    assert_eq!(
+        take(&mut store, "h2", at, &ask("holder2", at, false)),
+        Some(0)
+    );
+    assert_eq!(take(&mut store, "g", at, &gone), None);
+    store.give_back_host_slot("q.example", 0, "h2").unwrap();
+    let soon = at + WAIT_ALIVE / 2;
+    let later = at + WAIT_ALIVE + Duration::from_millis(1);
+    let third = ask("third", soon, false);
+    assert_eq!(
+        take(&mut store, "x", soon, &third),
+        None,
+        "gone still counts for a while"
+    );
+    assert_eq!(
+        take(&mut store, "x", later, &third),
+        Some(0),
+        "then no more"
     );
 }
 
