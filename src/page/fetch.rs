@@ -278,9 +278,21 @@ impl HostLimiter {
     /// all processes) and for its spacing; the request may start when
     /// this returns and holds its place until the permit drops. `timeout`
     /// is the request's deadline: a shared slot not given back (its
-    /// process died) is free again [`SLOT_MARGIN`] after it.
+    /// process died) is free again [`SLOT_MARGIN`] after it and the
+    /// longest the spacing may make the request wait.
     pub async fn acquire(&self, host: &str, timeout: Duration) -> Option<HostPermit> {
-        let hold_for = timeout.saturating_add(SLOT_MARGIN);
+        // A shared slot is held through the spacing waits too: while it is
+        // held, at most `per_host` requests (all holding slots) have
+        // reserved starts before this one, here and in the database, so the
+        // waits come to at most twice `per_host` spacings.
+        let spacing_waits = self.spacing.saturating_mul(
+            u32::try_from(self.per_host)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(2),
+        );
+        let hold_for = timeout
+            .saturating_add(spacing_waits)
+            .saturating_add(SLOT_MARGIN);
         let slot = self.slot(host);
         let local = Arc::clone(&slot.permits).acquire_owned().await.ok()?;
         let mut permit = HostPermit {
