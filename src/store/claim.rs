@@ -55,6 +55,17 @@
 //!   it ([`note_next_run`]: at a check's record, with the lease's release;
 //!   at a check request; where a status is written outside a check), and
 //!   rows are kept after a record (lease released) instead of deleted.
+//! - **A claim's commit is not waited for on disk** (`synchronous_commit`
+//!   off for its own transaction, as for host slots): a lease is
+//!   coordination, not history. PostgreSQL still makes it visible to every
+//!   other session at once, and the check's record, committed durably
+//!   later, flushes it with it (the WAL is written in order). A server
+//!   crash can lose only the leases taken in its last moments (at most
+//!   three `wal_writer_delay`s, 600 ms by default): their runs are due
+//!   again, so another replica may check one while the first, once
+//!   reconnected, records it too. That is the one case of a run checked
+//!   twice that no lease records, and it needs a database crash. It saved
+//!   one WAL flush per check.
 //! - **Only a claim that takes the run writes.** A run already checked or
 //!   held by another replica is answered from the statement's snapshot,
 //!   with no lock: with several replicas, each one's claims of the runs
@@ -379,7 +390,8 @@ impl Store {
 ///   write that moves a next run earlier, a check request, also wakes
 ///   every replica's scheduler after it commits, whose claims see it.
 const CLAIM: &str = "WITH stored AS (
-       SELECT (SELECT next_run FROM watch_status WHERE watch = ?1) AS next_run
+       SELECT (SELECT next_run FROM watch_status WHERE watch = ?1) AS next_run,
+              set_config('synchronous_commit', 'off', true) AS config
      ),
      fresh AS (
        INSERT INTO watch_claim (watch, owner, lease_until, next_run)
@@ -388,7 +400,7 @@ const CLAIM: &str = "WITH stored AS (
               CASE WHEN due THEN CAST(?3 AS BIGINT) END,
               next_run
        FROM (SELECT next_run, next_run IS NULL OR next_run <= CAST(?4 AS BIGINT) AS due
-             FROM stored) d
+             FROM stored WHERE config IS NOT NULL) d
        ON CONFLICT (watch) DO NOTHING
        RETURNING CAST(NULL AS TEXT) AS owner, CAST(NULL AS BIGINT) AS lease_until,
                  next_run, owner IS NOT NULL AS taken
@@ -492,7 +504,7 @@ pub(super) fn note_next_run(
         } else {
             "UPDATE watch_claim SET next_run = ?2 WHERE watch = ?1"
         };
-        db.execute(sql, args![watch, next_run_ms])?;
+        db.defer(sql, args![watch, next_run_ms])?;
     }
     Ok(())
 }

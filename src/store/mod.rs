@@ -1490,32 +1490,56 @@ fn write_check(db: Db<'_>, check: &CheckWrite<'_>) -> Result<Recorded, DbError> 
         events,
         retention,
     } = *check;
-    let current = current_hash(db, watch)?;
-    db.execute(
+    db.defer(
         "INSERT INTO watch (id, created_at, last_checked) VALUES (?1, ?2, ?2)
          ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked",
         args![watch, at_ms],
     )?;
-    if current.as_deref() == Some(hash) {
-        return Ok(Recorded::Unchanged);
-    }
+    // Stored unless its hash is the current snapshot's: decided by the
+    // insert itself, so that on PostgreSQL the transaction's `BEGIN`, the
+    // watch's row and this go out in one round trip.
+    // PostgreSQL types a parameter in a select list as text unless cast;
+    // SQLite has no `BYTEA` (its cast would make the blob a number).
+    let blob = match db {
+        Db::Sqlite(_) => "?5",
+        Db::Postgres(..) => "CAST(?5 AS BYTEA)",
+    };
     let size = i64::try_from(size).unwrap_or(i64::MAX);
-    let snapshot_id: i64 = db
-        .query_one(
+    let inserted = db.query_opt(
+        &format!(
             "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            args![watch, at_ms, hash, size, compressed, format as i64],
-        )?
-        .get(0)?;
+             SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT), CAST(?3 AS TEXT),
+                    CAST(?4 AS BIGINT), {blob}, CAST(?6 AS BIGINT)
+             WHERE ?3 IS DISTINCT FROM
+               (SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1)
+             RETURNING id"
+        ),
+        args![watch, at_ms, hash, size, compressed, format as i64],
+    )?;
+    let Some(mut inserted) = inserted else {
+        return Ok(Recorded::Unchanged);
+    };
+    let snapshot_id: i64 = inserted.get(0)?;
     for (kind, body) in events {
-        db.execute(
+        db.defer(
             "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
              VALUES (?1, ?2, ?3, ?4, ?5)",
             args![watch, snapshot_id, at_ms, *kind, body],
         )?;
     }
-    // The snapshot just inserted is the current one (the highest id).
-    apply_retention(db, watch, retention, at_ms, Some(snapshot_id))?;
+    // The snapshot just inserted is the current one (the highest id); the
+    // counts pruned are not needed, so the deletes are held back too.
+    let cutoff = retention_cutoff(retention, at_ms);
+    db.defer(
+        PRUNE_SNAPSHOTS,
+        args![
+            watch,
+            snapshot_id,
+            cutoff,
+            i64::from(retention.keep_versions)
+        ],
+    )?;
+    db.defer(PRUNE_CHANGES, args![watch, cutoff, snapshot_id])?;
     Ok(Recorded::Stored {
         snapshot_id,
         events: events.len(),
@@ -1548,7 +1572,7 @@ fn apply_retention(
     now_ms: i64,
     current: Option<i64>,
 ) -> Result<Pruned, DbError> {
-    let cutoff = now_ms.saturating_sub(i64::from(retention.keep_days) * MILLIS_PER_DAY);
+    let cutoff = retention_cutoff(retention, now_ms);
     let current: Option<i64> = match current {
         Some(id) => Some(id),
         None => db
@@ -1559,20 +1583,30 @@ fn apply_retention(
             .get(0)?,
     };
     let snapshots = db.execute(
-        "DELETE FROM snapshot
-         WHERE watch = ?1 AND id IS DISTINCT FROM ?2
-           AND (taken_at < ?3
-                OR id NOT IN (SELECT id FROM snapshot WHERE watch = ?1
-                              ORDER BY id DESC LIMIT ?4))",
+        PRUNE_SNAPSHOTS,
         args![watch, current, cutoff, i64::from(retention.keep_versions)],
     )?;
-    let changes = db.execute(
-        "DELETE FROM change_event
-         WHERE watch = ?1 AND at < ?2 AND snapshot_id IS DISTINCT FROM ?3",
-        args![watch, cutoff, current],
-    )?;
+    let changes = db.execute(PRUNE_CHANGES, args![watch, cutoff, current])?;
     Ok(Pruned { snapshots, changes })
 }
+
+/// The oldest time `retention` keeps at `now_ms` (Unix ms).
+fn retention_cutoff(retention: &Retention, now_ms: i64) -> i64 {
+    now_ms.saturating_sub(i64::from(retention.keep_days) * MILLIS_PER_DAY)
+}
+
+/// Retention's delete of a watch's snapshots (`?1`) other than the current
+/// one (`?2`) older than the cutoff (`?3`) or past the newest `?4`.
+const PRUNE_SNAPSHOTS: &str = "DELETE FROM snapshot
+     WHERE watch = ?1 AND id IS DISTINCT FROM ?2
+       AND (taken_at < ?3
+            OR id NOT IN (SELECT id FROM snapshot WHERE watch = ?1
+                          ORDER BY id DESC LIMIT ?4))";
+
+/// Retention's delete of a watch's (`?1`) change events older than the
+/// cutoff (`?2`), but those of the current snapshot (`?3`).
+const PRUNE_CHANGES: &str = "DELETE FROM change_event
+     WHERE watch = ?1 AND at < ?2 AND snapshot_id IS DISTINCT FROM ?3";
 
 /// A snapshot row as read, before decompression.
 struct SnapshotRow {

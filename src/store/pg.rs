@@ -5,9 +5,18 @@
 //!
 //! - **A runtime of its own.** The store is synchronous; its PostgreSQL
 //!   connections are async (`tokio-postgres`, pooled by
-//!   `deadpool-postgres`). The engine drives them on a small runtime of its
-//!   own ([`PgRuntime`], one worker thread, shared by every store of a pool)
-//!   and each store call blocks its thread on it. So a store works the same
+//!   `deadpool-postgres`). The engine drives them on a runtime of its own
+//!   ([`PgRuntime`], shared by every store of a pool) and each store call
+//!   blocks its thread on it. The runtime is tokio's current-thread one, so
+//!   the thread that blocks is the one that drives the I/O: a statement is
+//!   written, waited for and read on the caller's thread, where a worker
+//!   thread cost two thread wake-ups per round trip (measured: about a
+//!   fifth of semclip's CPU per check on PostgreSQL, BENCHMARKS "Scaling
+//!   out"). Callers blocking at once take turns driving the runtime, which
+//!   runs each one's connection whoever drives it (tokio's design for
+//!   `block_on` from several threads). Nothing else lives on it: the
+//!   `LISTEN` connection runs on the daemon's runtime ([`super::notice`]).
+//!   So a store works the same
 //!   from the daemon's blocking threads ([`super::pool::StorePool::run`])
 //!   and from a plain thread (commands, tests), and the daemon's async
 //!   workers never run store I/O.
@@ -41,7 +50,7 @@ use std::sync::Arc;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use super::database::PostgresUrl;
-use super::sql::{Db, DbError, PgRuntime, PgSession, args};
+use super::sql::{Db, DbError, Held, PgRuntime, PgSession, args};
 use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
@@ -297,7 +306,18 @@ impl PgPool {
 
     /// A connection, opened if none is idle.
     pub(crate) fn get(&self) -> Result<PgConn, DbError> {
-        let client = self.rt.block_on(self.pool.get())??;
+        // The runtime runs a connection's task only while a caller blocks
+        // on it, so an idle connection has not yet seen its server go away
+        // (a restart, a failover). Two yields first let the runtime read
+        // pending I/O and run those tasks (tokio's current-thread scheduler
+        // polls the I/O driver, then runs the tasks it woke, between two
+        // polls of this future): a connection that closed is then known
+        // closed, and the pool opens a new one instead of lending it.
+        let client = self.rt.block_on(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+            self.pool.get().await
+        })??;
         Ok(PgConn {
             client,
             rt: Arc::clone(&self.rt),
@@ -312,26 +332,50 @@ impl PgConn {
     }
 
     /// Runs `f` in one transaction: committed if it returns `Ok`, rolled
-    /// back otherwise.
+    /// back otherwise (or if `f` panics).
+    ///
+    /// The transaction's `BEGIN` goes out with its first statement and its
+    /// `COMMIT` with its last writes ([`Db::defer`]), in the same round
+    /// trips: a check's record is two round trips where a statement at a
+    /// time took twelve (BENCHMARKS "Scaling out").
     pub(crate) fn transaction<R, E>(
         &mut self,
         err: impl Fn(DbError) -> E,
         f: impl FnOnce(Db<'_>) -> Result<R, E>,
     ) -> Result<R, E> {
-        let rt = Arc::clone(&self.rt);
-        let begin = rt.block_on(self.client.transaction());
-        let tx = begin.and_then(|tx| Ok(tx?)).map_err(&err)?;
-        match f(Db::Postgres(PgSession::Tx(&tx), &rt)) {
-            Ok(r) => {
-                let commit = rt.block_on(tx.commit());
-                commit.and_then(|done| Ok(done?)).map_err(&err)?;
-                Ok(r)
-            }
-            Err(e) => {
-                // The error that made us roll back is the one to report.
-                let _ = rt.block_on(tx.rollback());
-                Err(e)
-            }
+        let mut open = OpenTx {
+            client: &self.client,
+            rt: &self.rt,
+            held: Held::begin(),
+            done: false,
+        };
+        let session = PgSession::Tx(open.client, &open.held);
+        let r = f(Db::Postgres(session, open.rt))?;
+        open.held.commit();
+        let sent = open.rt.block_on(session.flush());
+        sent.and_then(|sent| sent).map_err(&err)?;
+        open.done = true;
+        Ok(r)
+    }
+}
+
+/// A transaction under way; one dropped before its commit went through
+/// (an error, a panic) is rolled back, so its connection goes back to the
+/// pool outside any transaction.
+struct OpenTx<'a> {
+    client: &'a deadpool_postgres::ClientWrapper,
+    rt: &'a PgRuntime,
+    held: Held,
+    done: bool,
+}
+
+impl Drop for OpenTx<'_> {
+    fn drop(&mut self) {
+        if !self.done && self.held.sent() {
+            // Best effort: after a failed commit there may be nothing to
+            // roll back (PostgreSQL only warns), and a broken connection
+            // is dropped by the pool.
+            let _ = self.rt.block_on(self.client.batch_execute("ROLLBACK"));
         }
     }
 }

@@ -16,11 +16,24 @@
 //! - **Values are copied out.** A query returns its rows as owned values
 //!   ([`Value`]); the store reads at most a page of rows at a time, and the
 //!   largest value, a snapshot blob, was copied before too.
+//! - **Round trips (PostgreSQL).** Each round trip to the server costs both
+//!   sides system calls and wake-ups: about two fifths of PostgreSQL's CPU
+//!   per check went to sending, receiving and waiting, the rest to running
+//!   statements (measured with `perf`, BENCHMARKS "Scaling out"). So a
+//!   transaction holds back what need not go out at once ([`Held`]): its
+//!   `BEGIN`, sent with its first statement; the writes whose row count
+//!   nobody reads ([`Db::defer`]), sent with the next statement; its
+//!   `COMMIT`, sent with the last writes. They are pipelined (tokio-postgres
+//!   sends requests in the order they are first polled, each prepared
+//!   first, so they run in order) and the first error is the one reported,
+//!   the transaction then rolling back as before. SQLite, in process, runs
+//!   each at once.
 //! - **Types.** Integers are `i64` on both sides (PostgreSQL columns are
 //!   `BIGINT`), reals `f64` (`DOUBLE PRECISION`), blobs `BYTEA`, and flags
 //!   `BOOLEAN` in PostgreSQL, `INTEGER` 0/1 in SQLite; [`Row::get`] reads a
 //!   flag from either.
 
+use std::cell::{Cell, RefCell};
 use std::error::Error as StdError;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -177,6 +190,88 @@ impl PgToSql for Arg<'_> {
             Arg::Blob(v) => v.to_sql_checked(ty, out),
             Arg::Bool(v) => v.to_sql_checked(ty, out),
         }
+    }
+}
+
+/// An [`Arg`] copied, for a write sent later ([`Db::defer`]).
+#[derive(Debug, Clone)]
+enum OwnedArg {
+    Int(Option<i64>),
+    Real(Option<f64>),
+    Text(Option<String>),
+    Blob(Vec<u8>),
+    Bool(bool),
+}
+
+impl OwnedArg {
+    fn of(arg: &Arg<'_>) -> OwnedArg {
+        match *arg {
+            Arg::Int(v) => OwnedArg::Int(v),
+            Arg::Real(v) => OwnedArg::Real(v),
+            Arg::Text(v) => OwnedArg::Text(v.map(str::to_owned)),
+            Arg::Blob(v) => OwnedArg::Blob(v.to_vec()),
+            Arg::Bool(v) => OwnedArg::Bool(v),
+        }
+    }
+
+    fn arg(&self) -> Arg<'_> {
+        match self {
+            OwnedArg::Int(v) => Arg::Int(*v),
+            OwnedArg::Real(v) => Arg::Real(*v),
+            OwnedArg::Text(v) => Arg::Text(v.as_deref()),
+            OwnedArg::Blob(v) => Arg::Blob(v),
+            OwnedArg::Bool(v) => Arg::Bool(*v),
+        }
+    }
+}
+
+/// A write a PostgreSQL transaction holds back ([`Db::defer`]).
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    sql: &'static str,
+    args: Vec<OwnedArg>,
+}
+
+/// What a PostgreSQL transaction holds back, in order: its `BEGIN` until
+/// its first statement goes out with it, its writes ([`Db::defer`]), and
+/// at the end its `COMMIT`, sent with the last writes.
+#[derive(Debug)]
+pub(crate) struct Held {
+    statements: RefCell<Vec<Deferred>>,
+    sent: Cell<bool>,
+}
+
+impl Held {
+    /// A transaction not begun yet: its `BEGIN` is held.
+    pub(crate) fn begin() -> Held {
+        Held {
+            statements: RefCell::new(vec![Deferred {
+                sql: "BEGIN",
+                args: Vec::new(),
+            }]),
+            sent: Cell::new(false),
+        }
+    }
+
+    /// Holds `COMMIT` after the writes.
+    pub(crate) fn commit(&self) {
+        self.statements.borrow_mut().push(Deferred {
+            sql: "COMMIT",
+            args: Vec::new(),
+        });
+    }
+
+    /// Whether anything went out (the transaction began on the server).
+    pub(crate) fn sent(&self) -> bool {
+        self.sent.get()
+    }
+
+    fn take(&self) -> Vec<Deferred> {
+        let taken = std::mem::take(&mut *self.statements.borrow_mut());
+        if !taken.is_empty() {
+            self.sent.set(true);
+        }
+        taken
     }
 }
 
@@ -341,51 +436,124 @@ impl Row {
     }
 }
 
-/// A PostgreSQL session: a pooled client, or a transaction on one.
+/// A PostgreSQL session: a pooled client, or a transaction on one with the
+/// writes it holds back.
 #[derive(Clone, Copy)]
 pub(crate) enum PgSession<'a> {
     Client(&'a deadpool_postgres::ClientWrapper),
-    Tx(&'a deadpool_postgres::Transaction<'a>),
+    Tx(&'a deadpool_postgres::ClientWrapper, &'a Held),
+}
+
+type Params<'a> = Vec<&'a (dyn PgToSql + Sync)>;
+
+fn params<'a>(args: &'a [Arg<'_>]) -> Params<'a> {
+    args.iter().map(|a| a as &(dyn PgToSql + Sync)).collect()
 }
 
 impl PgSession<'_> {
-    async fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
-        let sql = postgres_text(sql);
+    fn client(&self) -> &deadpool_postgres::ClientWrapper {
         match self {
-            PgSession::Client(c) => c.prepare_cached(&sql).await,
-            PgSession::Tx(t) => t.prepare_cached(&sql).await,
+            PgSession::Client(c) | PgSession::Tx(c, _) => c,
         }
     }
 
+    async fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
+        let sql = postgres_text(sql);
+        self.client().prepare_cached(&sql).await
+    }
+
+    /// The writes held back, taken.
+    fn take_held(&self) -> Vec<Deferred> {
+        match self {
+            PgSession::Client(_) => Vec::new(),
+            PgSession::Tx(_, held) => held.take(),
+        }
+    }
+
+    /// Sends `held` with their statements `stmts`, in order. Each request
+    /// goes out at its future's first poll, so callers poll this before
+    /// any statement that must run after them.
+    async fn send_held(
+        &self,
+        held: &[Deferred],
+        stmts: &[tokio_postgres::Statement],
+    ) -> Result<(), DbError> {
+        let args: Vec<Vec<Arg<'_>>> = held
+            .iter()
+            .map(|d| d.args.iter().map(OwnedArg::arg).collect())
+            .collect();
+        let params: Vec<Params<'_>> = args.iter().map(|a| params(a)).collect();
+        let sends = stmts
+            .iter()
+            .zip(&params)
+            .map(|(stmt, params)| self.execute_prepared(stmt, params));
+        futures::future::try_join_all(sends).await?;
+        Ok(())
+    }
+
+    /// Prepares `held`'s statements (a cached one at once, the others in
+    /// one pipelined round trip) and `sql`'s.
+    async fn prepare_with_held(
+        &self,
+        held: &[Deferred],
+        sql: &str,
+    ) -> Result<(Vec<tokio_postgres::Statement>, tokio_postgres::Statement), DbError> {
+        let held_stmts = futures::future::try_join_all(held.iter().map(|d| self.prepare(d.sql)));
+        Ok(futures::future::try_join(held_stmts, self.prepare(sql)).await?)
+    }
+
+    async fn execute_prepared(
+        &self,
+        stmt: &tokio_postgres::Statement,
+        params: &[&(dyn PgToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        self.client().execute(stmt, params).await
+    }
+
+    /// Runs `sql` after the writes held back, all sent at once: one round
+    /// trip. A held write's error is the one reported (the transaction is
+    /// aborted from there, so `sql`'s own error would only say that).
     async fn query(
         &self,
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Vec<tokio_postgres::Row>, DbError> {
-        let stmt = self.prepare(sql).await?;
-        let params: Vec<&(dyn PgToSql + Sync)> =
-            args.iter().map(|a| a as &(dyn PgToSql + Sync)).collect();
-        Ok(match self {
-            PgSession::Client(c) => c.query(&stmt, &params).await?,
-            PgSession::Tx(t) => t.query(&stmt, &params).await?,
-        })
+        let held = self.take_held();
+        let (held_stmts, stmt) = self.prepare_with_held(&held, sql).await?;
+        let params = params(args);
+        let run = self.client().query(&stmt, &params);
+        let (sent, rows) = futures::future::join(self.send_held(&held, &held_stmts), run).await;
+        sent?;
+        Ok(rows?)
     }
 
+    /// As [`PgSession::query`], for the number of rows changed.
     async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
-        let stmt = self.prepare(sql).await?;
-        let params: Vec<&(dyn PgToSql + Sync)> =
-            args.iter().map(|a| a as &(dyn PgToSql + Sync)).collect();
-        Ok(match self {
-            PgSession::Client(c) => c.execute(&stmt, &params).await?,
-            PgSession::Tx(t) => t.execute(&stmt, &params).await?,
-        })
+        let held = self.take_held();
+        let (held_stmts, stmt) = self.prepare_with_held(&held, sql).await?;
+        let params = params(args);
+        let (sent, n) = futures::future::join(
+            self.send_held(&held, &held_stmts),
+            self.execute_prepared(&stmt, &params),
+        )
+        .await;
+        sent?;
+        Ok(n?)
+    }
+
+    /// Sends the writes held back (before a commit).
+    pub(crate) async fn flush(&self) -> Result<(), DbError> {
+        let held = self.take_held();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let stmts = futures::future::try_join_all(held.iter().map(|d| self.prepare(d.sql))).await?;
+        self.send_held(&held, &stmts).await
     }
 
     async fn batch(&self, sql: &str) -> Result<(), DbError> {
-        match self {
-            PgSession::Client(c) => c.batch_execute(sql).await?,
-            PgSession::Tx(t) => t.batch_execute(sql).await?,
-        }
+        self.flush().await?;
+        self.client().batch_execute(sql).await?;
         Ok(())
     }
 }
@@ -466,6 +634,26 @@ impl Db<'_> {
         }
     }
 
+    /// Runs a write whose count of rows changed is not needed. In a
+    /// PostgreSQL transaction it is held back and sent with the
+    /// transaction's next statement, or before its commit, in the same
+    /// round trip (an error it meets is reported there, and the whole
+    /// transaction rolls back as with any error); elsewhere it runs now.
+    pub(crate) fn defer(self, sql: &'static str, args: &[Arg<'_>]) -> Result<(), DbError> {
+        match self {
+            Db::Postgres(PgSession::Tx(_, held), _) => {
+                held.statements.borrow_mut().push(Deferred {
+                    sql,
+                    args: args.iter().map(OwnedArg::of).collect(),
+                });
+                Ok(())
+            }
+            Db::Sqlite(_) | Db::Postgres(PgSession::Client(_), _) => {
+                self.execute(sql, args).map(drop)
+            }
+        }
+    }
+
     /// Runs several statements without arguments (a migration).
     pub(crate) fn batch(self, sql: &str) -> Result<(), DbError> {
         match self {
@@ -491,9 +679,9 @@ pub(crate) struct PgRuntime(Option<tokio::runtime::Runtime>);
 
 impl PgRuntime {
     pub(crate) fn new() -> std::io::Result<PgRuntime> {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("semclip-postgres")
+        // Current-thread: a blocked caller drives its own connection's I/O
+        // (see `super::pg`'s module doc).
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map(|rt| PgRuntime(Some(rt)))

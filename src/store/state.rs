@@ -15,6 +15,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use super::{
@@ -327,22 +328,29 @@ fn decode_status(row: StatusRow) -> Result<WatchStatus, StoreError> {
     })
 }
 
+/// The upsert of a watch's status row.
+static WRITE_STATUS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO watch_status ({STATUS_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (watch) DO UPDATE SET
+           next_run = excluded.next_run, etag = excluded.etag,
+           last_modified = excluded.last_modified, last_attempt = excluded.last_attempt,
+           last_success = excluded.last_success, failures = excluded.failures,
+           failing_alerted = excluded.failing_alerted, last_error = excluded.last_error,
+           evaluated = excluded.evaluated, body_hash = excluded.body_hash,
+           rejected_body = excluded.rejected_body, blocked = excluded.blocked"
+    )
+});
+
+/// Writes a watch's status (held back in a PostgreSQL transaction, see
+/// [`Db::defer`]).
 fn write_status(db: Db<'_>, s: &WatchStatus) -> Result<(), StoreError> {
     let next_run = opt_millis(s.next_run)?;
     let last_attempt = opt_millis(s.last_attempt)?;
     let last_success = opt_millis(s.last_success)?;
-    db.execute(
-        &format!(
-            "INSERT INTO watch_status ({STATUS_COLUMNS})
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT (watch) DO UPDATE SET
-               next_run = excluded.next_run, etag = excluded.etag,
-               last_modified = excluded.last_modified, last_attempt = excluded.last_attempt,
-               last_success = excluded.last_success, failures = excluded.failures,
-               failing_alerted = excluded.failing_alerted, last_error = excluded.last_error,
-               evaluated = excluded.evaluated, body_hash = excluded.body_hash,
-               rejected_body = excluded.rejected_body, blocked = excluded.blocked"
-        ),
+    db.defer(
+        &WRITE_STATUS,
         args![
             &s.watch,
             next_run,
@@ -855,7 +863,7 @@ fn write_check_state(
     since_ms: &[i64],
 ) -> Result<(), DbError> {
     if let Some(layout) = &state.layout {
-        db.execute(
+        db.defer(
             "INSERT INTO layout_state (watch, state) VALUES (?1, ?2)
              ON CONFLICT (watch) DO UPDATE SET state = excluded.state",
             args![watch, layout],
@@ -863,7 +871,7 @@ fn write_check_state(
     }
     if let Some(body) = layout_event {
         // Only for a watch the store knows (it has a snapshot).
-        db.execute(
+        db.defer(
             "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
              SELECT CAST(?1 AS TEXT), CAST(NULL AS BIGINT), CAST(?2 AS BIGINT), 'layout', CAST(?3 AS TEXT)
              WHERE EXISTS (SELECT 1 FROM watch WHERE id = ?1)",
@@ -871,7 +879,7 @@ fn write_check_state(
         )?;
     }
     for (t, &since) in state.thresholds.iter().zip(since_ms) {
-        db.execute(
+        db.defer(
             "INSERT INTO threshold_state (watch, name, state, value, node, since)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (watch, name) DO UPDATE SET state = excluded.state,
@@ -880,7 +888,7 @@ fn write_check_state(
         )?;
     }
     for (name, value) in &state.values {
-        db.execute(
+        db.defer(
             "INSERT INTO threshold_value (watch, name, at, value) VALUES (?1, ?2, ?3, ?4)",
             args![watch, name, at_ms, *value],
         )?;
@@ -898,7 +906,7 @@ fn write_check_state(
                 })
             }
         };
-        db.execute(
+        db.defer(
             "INSERT INTO outbox
              (alert_id, watch, notifier, created_at, next_attempt, digest, body)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)

@@ -553,6 +553,56 @@ fn threshold_states_keep_their_stored_text_and_an_unknown_one_is_corrupt() {
 }
 
 on_both! {
+    fn a_check_whose_last_write_fails_is_refused_and_leaves_nothing(engine: &Engine) {
+        use semclip::store::{CheckState, Level, ThresholdRecord, WatchStatus};
+        let mut store = engine.open();
+        // The database refuses threshold values, written after the
+        // status and the threshold state (on PostgreSQL, all held back
+        // and sent with the commit).
+        match &engine.database {
+            Database::Sqlite(path) => Connection::open(path)
+                .unwrap()
+                .execute_batch(
+                    "CREATE TRIGGER refused BEFORE INSERT ON threshold_value
+                     BEGIN SELECT RAISE(ABORT, 'values refused'); END",
+                )
+                .unwrap(),
+            Database::Postgres(_) => {
+                crate::pg::psql(
+                    &engine.database,
+                    "ALTER TABLE threshold_value ADD CONSTRAINT values_refused CHECK (value < 0)",
+                );
+            }
+        }
+        let state = CheckState {
+            status: WatchStatus {
+                watch: "w".into(),
+                next_run: Some(t0() + Duration::from_secs(60)),
+                ..WatchStatus::default()
+            },
+            thresholds: vec![ThresholdRecord {
+                name: "price".into(),
+                state: Level::Alarm,
+                value: Some(1.0),
+                node: None,
+                since: t0(),
+            }],
+            values: vec![("price".into(), 1.0)],
+            ..CheckState::default()
+        };
+        let err = store.record_check("w", t0(), None, &state).unwrap_err();
+        let chain = semclip::error_chain(&err);
+        assert!(chain.contains("values_refused") || chain.contains("values refused"), "{chain}");
+        // Nothing of the check was kept, and the store goes on.
+        assert_eq!(store.status("w").unwrap(), None);
+        assert_eq!(store.thresholds("w").unwrap(), []);
+        let fine = CheckState { values: Vec::new(), ..state };
+        store.record_check("w", t0(), None, &fine).unwrap();
+        assert_eq!(store.thresholds("w").unwrap(), fine.thresholds);
+    }
+}
+
+on_both! {
     fn a_hierarchy_over_the_limit_is_refused(engine: &Engine) {
         let mut store = engine.open();
         let xml = "x".repeat(MAX_XML_BYTES + 1);
@@ -1650,6 +1700,42 @@ fn postgres_sslmode_require_uses_tls_and_its_absence_does_not() {
     engine.open();
 }
 
+fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Records a page for each of `w0` to `w7`, all at once, from blocking
+/// threads of `pool`.
+async fn record_eight_at_once(pool: &Arc<semclip::store::pool::StorePool>) {
+    let writes: Vec<_> = (0..8u64)
+        .map(|n| {
+            let pool = Arc::clone(pool);
+            tokio::spawn(async move {
+                pool.run(move |store| {
+                    let xml = page(n);
+                    let hash = hash_of(&xml);
+                    store.record(
+                        &format!("w{n}"),
+                        &hash,
+                        &xml,
+                        t0(),
+                        &[],
+                        &Retention::default(),
+                    )
+                })
+                .await
+            })
+        })
+        .collect();
+    for write in writes {
+        write.await.unwrap().unwrap();
+    }
+}
+
 #[test]
 fn postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_error() {
     use semclip::store::pool::StorePool;
@@ -1658,35 +1744,10 @@ fn postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_
     ) else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = two_worker_runtime();
     runtime.block_on(async {
         let pool = Arc::new(StorePool::open(engine.database.clone()).unwrap());
-        let writes: Vec<_> = (0..8u64)
-            .map(|n| {
-                let pool = Arc::clone(&pool);
-                tokio::spawn(async move {
-                    pool.run(move |store| {
-                        let xml = page(n);
-                        store.record(
-                            &format!("w{n}"),
-                            &hash_of(&xml),
-                            &xml,
-                            t0(),
-                            &[],
-                            &Retention::default(),
-                        )
-                    })
-                    .await
-                })
-            })
-            .collect();
-        for write in writes {
-            write.await.unwrap().unwrap();
-        }
+        record_eight_at_once(&pool).await;
         let watches = pool.run(|store| store.watches()).await.unwrap();
         assert_eq!(watches.len(), 8);
         // Called straight from an async task, the store refuses to block.
@@ -1694,6 +1755,37 @@ fn postgres_a_pool_lends_stores_to_blocking_threads_and_an_async_caller_gets_an_
         assert!(err.to_string().contains("cannot"), "{err}");
         let chain = format!("{:#}", anyhow::Error::from(err));
         assert!(chain.contains("called from an async task"), "{chain}");
+    });
+}
+
+#[test]
+fn postgres_a_pool_never_lends_a_connection_the_server_closed() {
+    use semclip::store::pool::StorePool;
+    let Some(engine) = pg_engine("postgres_a_pool_never_lends_a_connection_the_server_closed")
+    else {
+        return;
+    };
+    let runtime = two_worker_runtime();
+    runtime.block_on(async {
+        let pool = Arc::new(StorePool::open(engine.database.clone()).unwrap());
+        // Calls at once leave several idle connections in the pool.
+        record_eight_at_once(&pool).await;
+        // The server ends every session of the database, as a restart or a
+        // failover would, while the pool's connections sit idle.
+        let ended = crate::pg::psql(
+            &engine.database,
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        );
+        assert!(ended.trim().parse::<u32>().unwrap() >= 1, "{ended}");
+        // No call is lent a dead connection: each one succeeds.
+        for n in 0..8 {
+            let watches = pool.run(|store| store.watches()).await;
+            match watches {
+                Ok(watches) => assert_eq!(watches.len(), 8),
+                Err(e) => panic!("call {n} after the sessions ended: {e:#}"),
+            }
+        }
     });
 }
 
