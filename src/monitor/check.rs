@@ -164,41 +164,46 @@ impl fetch::SharedHosts for StoreHosts {
     }
 
     fn give_back(&self, host: &str, slot: i64) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            // No runtime to send the work to (shutting down): the slot is
-            // free again when its lease ends.
-            return;
-        };
-        let stores = Arc::clone(&self.stores);
         let owner = Arc::clone(&self.owner);
-        let host = host.to_owned();
-        runtime.spawn(async move {
-            let owned = host.clone();
-            if let Err(error) = stores
-                .run(move |s| s.give_back_host_slot(&owned, slot, &owner))
-                .await
-            {
-                tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
-                    "cannot give back a request slot; it is free again when its lease ends");
-            }
-        });
+        self.in_background(
+            host,
+            "cannot give back a request slot; it is free again when its lease ends",
+            move |s, host| s.give_back_host_slot(host, slot, &owner),
+        );
     }
 
     fn leave_queue(&self, host: &str, ticket: &str) {
+        let ticket = ticket.to_owned();
+        self.in_background(
+            host,
+            "cannot leave the queue for a request slot; the wait stops counting soon",
+            move |s, host| s.leave_host_queue(host, &ticket, SystemTime::now()),
+        );
+    }
+}
+
+impl StoreHosts {
+    /// Runs `write` on `host`'s rows from a task of its own (the caller,
+    /// a guard being dropped, cannot wait), logging `failed` if it fails.
+    /// Without a runtime (shutting down) nothing is written: a slot is free
+    /// again when its lease ends, and a wait stops counting once it is not
+    /// renewed.
+    fn in_background(
+        &self,
+        host: &str,
+        failed: &'static str,
+        write: impl FnOnce(&mut Store, &str) -> Result<(), StoreError> + Send + 'static,
+    ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            // Shutting down: the wait stops counting once it is not renewed.
             return;
         };
         let stores = Arc::clone(&self.stores);
-        let (host, ticket) = (host.to_owned(), ticket.to_owned());
+        let host = host.to_owned();
         runtime.spawn(async move {
             let owned = host.clone();
-            if let Err(error) = stores
-                .run(move |s| s.leave_host_queue(&owned, &ticket, SystemTime::now()))
-                .await
-            {
-                tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
-                    "cannot leave the queue for a request slot; the wait stops counting soon");
+            if let Err(error) = stores.run(move |s| write(s, &owned)).await {
+                let error = format!("{:#}", anyhow::Error::from(error));
+                tracing::warn!(host, error, "{failed}");
             }
         });
     }

@@ -103,6 +103,19 @@ pub enum Claim {
 }
 
 impl Store {
+    /// Maps a database error met on `host`'s rows while doing `action`.
+    fn host_error<'a>(
+        &'a self,
+        action: &'a str,
+        host: &'a str,
+    ) -> impl Fn(super::DbError) -> StoreError + 'a {
+        move |source| StoreError::Database {
+            path: self.path.clone(),
+            action: format!("{action} {host}"),
+            source,
+        }
+    }
+
     /// Claims `watch`, due at `now` by the caller's schedule, for `owner`
     /// with a lease of `lease` (see the module's guarantees). On SQLite the
     /// claim is always the caller's.
@@ -164,9 +177,11 @@ impl Store {
     /// Reserves a request start to `host` at least `spacing` after every
     /// start reserved before it, by any replica: returns when the request
     /// may start (`now` or later). PostgreSQL updates the host's row under
-    /// its row lock, so replicas reserving at once queue behind each other;
-    /// SQLite (one daemon, whose in-process limiter spaces its requests)
-    /// returns `now`.
+    /// its row lock, so replicas reserving at once queue behind each other,
+    /// and commits without waiting for the WAL flush (a database crash can
+    /// lose only the reservations of its last moments; the claim's reasons
+    /// in the module doc); SQLite (one daemon, whose in-process limiter
+    /// spaces its requests) returns `now`.
     pub fn reserve_host_start(
         &mut self,
         host: &str,
@@ -178,16 +193,13 @@ impl Store {
         }
         let now_ms = to_millis(now)?;
         let spacing_ms = i64::try_from(spacing.as_millis()).unwrap_or(i64::MAX);
-        let err = |source| StoreError::Database {
-            path: self.path.clone(),
-            action: format!("reserve a request to {host}"),
-            source,
-        };
+        let err = self.host_error("reserve a request to", host);
         let start: i64 = self
             .db()
             .query_one(
                 "INSERT INTO host_turn (host, next_start)
-                 VALUES (?1, CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT))
+                 SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT) + CAST(?3 AS BIGINT)
+                 WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL
                  ON CONFLICT (host) DO UPDATE SET next_start =
                    GREATEST(host_turn.next_start, CAST(?2 AS BIGINT)) + CAST(?3 AS BIGINT)
                  RETURNING next_start - CAST(?3 AS BIGINT)",
@@ -242,11 +254,7 @@ impl Store {
         }
         let per_host = i64::try_from(per_host).unwrap_or(i64::MAX);
         let alive_ms = i64::try_from(WAIT_ALIVE.as_millis()).unwrap_or(i64::MAX);
-        let err = |source| StoreError::Database {
-            path: self.path.clone(),
-            action: format!("take a request slot of {host}"),
-            source,
-        };
+        let err = self.host_error("take a request slot of", host);
         let row = self
             .db()
             .query_opt(
@@ -263,7 +271,7 @@ impl Store {
                     alive_ms
                 ],
             )
-            .map_err(err)?;
+            .map_err(&err)?;
         row.map(|mut row| row.get::<i64>(0))
             .transpose()
             .map_err(err)
@@ -290,11 +298,7 @@ impl Store {
                 args![host, ticket, to_millis(now)?],
             )
             .map(drop)
-            .map_err(|source| StoreError::Database {
-                path: self.path.clone(),
-                action: format!("leave the queue for a request slot of {host}"),
-                source,
-            })
+            .map_err(self.host_error("leave the queue for a request slot of", host))
     }
 
     /// Makes sure `host` has its `per_host` slot rows (slots `0..per_host`;
@@ -313,11 +317,7 @@ impl Store {
                 args![host, per_host],
             )
             .map(drop)
-            .map_err(|source| StoreError::Database {
-                path: self.path.clone(),
-                action: format!("make the request slots of {host}"),
-                source,
-            })
+            .map_err(self.host_error("make the request slots of", host))
     }
 
     /// Gives `host`'s slot `slot` back, if `owner` still holds it (a lease
@@ -340,11 +340,7 @@ impl Store {
                 args![host, slot, owner],
             )
             .map(drop)
-            .map_err(|source| StoreError::Database {
-                path: self.path.clone(),
-                action: format!("give back a request slot of {host}"),
-                source,
-            })
+            .map_err(self.host_error("give back a request slot of", host))
     }
 
     /// Asks for `watch` to be checked at `at` (check now): its stored next
