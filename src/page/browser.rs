@@ -558,14 +558,15 @@ impl Browsers {
             let _ = start.await;
         }
         let groups: Vec<u32> = lock(&self.groups).clone();
-        kill_groups(&self.groups);
+        let strays = kill_groups(&self.groups);
         let deadline = Instant::now() + CLOSE_TIMEOUT;
         while Instant::now() < deadline {
-            let groups = groups.clone();
-            let running =
-                tokio::task::spawn_blocking(move || groups.iter().any(|&g| group_running(g)))
-                    .await
-                    .unwrap_or(false);
+            let (groups, strays) = (groups.clone(), strays.clone());
+            let running = tokio::task::spawn_blocking(move || {
+                groups.iter().any(|&g| group_running(g)) || strays.iter().any(|&p| running(p))
+            })
+            .await
+            .unwrap_or(false);
             if !running {
                 break;
             }
@@ -1488,25 +1489,48 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Kills every process group in `groups`.
-fn kill_groups(groups: &Mutex<Vec<u32>>) {
+/// Gives the descendants that had left their group, killed too.
+fn kill_groups(groups: &Mutex<Vec<u32>>) -> Vec<u32> {
     let pids = std::mem::take(&mut *lock(groups));
-    for pid in pids {
-        kill_group(pid);
-    }
+    pids.into_iter().flat_map(kill_group).collect()
 }
 
-/// Kills the process group led by `pid` and any descendant that left it.
-fn kill_group(pid: u32) {
+/// Kills the process group led by `pid` and any descendant that left it;
+/// gives those descendants (whose end a caller waiting for the group
+/// would not see).
+fn kill_group(pid: u32) -> Vec<u32> {
     let Some(leader) = rustix::process::Pid::from_raw(pid as i32) else {
-        return;
+        return Vec::new();
     };
-    let strays: Vec<u32> = descendants(pid);
+    let strays: Vec<u32> = descendants(pid)
+        .into_iter()
+        .filter(|&p| process_group(p) != Some(pid))
+        .collect();
     let _ = rustix::process::kill_process_group(leader, rustix::process::Signal::KILL);
-    for stray in strays {
+    for &stray in &strays {
         if let Some(p) = rustix::process::Pid::from_raw(stray as i32) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
         }
     }
+    strays
+}
+
+/// The state and process group of `pid`, from /proc.
+fn state_and_group(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.to_owned();
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
+}
+
+fn process_group(pid: u32) -> Option<u32> {
+    state_and_group(pid).map(|(_, group)| group)
+}
+
+/// Whether `pid` still runs (a zombie does not).
+fn running(pid: u32) -> bool {
+    state_and_group(pid).is_some_and(|(state, _)| state != "Z")
 }
 
 /// Whether a process of the group `pgid` still runs (zombies, dead and
@@ -1516,16 +1540,9 @@ fn group_running(pgid: u32) -> bool {
         return false;
     };
     entries.flatten().any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            return false;
-        };
-        let Some(close) = stat.rfind(')') else {
-            return false;
-        };
-        let mut fields = stat[close + 1..].split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-        state != Some("Z") && group == Some(pgid)
+        let pid = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok());
+        pid.and_then(state_and_group)
+            .is_some_and(|(state, group)| state != "Z" && group == pgid)
     })
 }
 
