@@ -10,9 +10,8 @@
 //!   blocks its thread on it. The runtime is tokio's current-thread one, so
 //!   the thread that blocks is the one that drives the I/O: a statement is
 //!   written, waited for and read on the caller's thread, where a worker
-//!   thread cost two thread wake-ups per round trip (measured: about a
-//!   fifth of semclip's CPU per check on PostgreSQL, BENCHMARKS "Scaling
-//!   out"). Callers blocking at once take turns driving the runtime, which
+//!   thread cost two thread wake-ups per round trip. Callers blocking at
+//!   once take turns driving the runtime, which
 //!   runs each one's connection whoever drives it (tokio's design for
 //!   `block_on` from several threads). Nothing else lives on it: the
 //!   `LISTEN` connection runs on the daemon's runtime ([`super::notice`]).
@@ -337,7 +336,7 @@ impl PgConn {
     /// The transaction's `BEGIN` goes out with its first statement and its
     /// `COMMIT` with its last writes ([`Db::defer`]), in the same round
     /// trips: a check's record is two round trips where a statement at a
-    /// time took twelve (BENCHMARKS "Scaling out").
+    /// time took twelve (BENCHMARKS "Scale-out on PostgreSQL").
     pub(crate) fn transaction<R, E>(
         &mut self,
         err: impl Fn(DbError) -> E,

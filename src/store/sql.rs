@@ -19,7 +19,7 @@
 //! - **Round trips (PostgreSQL).** Each round trip to the server costs both
 //!   sides system calls and wake-ups: about two fifths of PostgreSQL's CPU
 //!   per check went to sending, receiving and waiting, the rest to running
-//!   statements (measured with `perf`, BENCHMARKS "Scaling out"). So a
+//!   statements (measured with `perf`, BENCHMARKS "Scale-out on PostgreSQL"). So a
 //!   transaction holds back what need not go out at once ([`Held`]): its
 //!   `BEGIN`, sent with its first statement; the writes whose row count
 //!   nobody reads ([`Db::defer`]), sent with the next statement; its
