@@ -406,15 +406,31 @@ fn a_spinning_page_a_crashed_renderer_and_a_killed_browser_fail_only_their_own_w
     .unwrap();
     site.wait_for("/slow.html", 1, Duration::from_secs(30));
     std::thread::sleep(Duration::from_secs(1));
-    let main: Vec<u32> = chromium_processes(daemon.pid())
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.contains("--remote-debugging-port"))
-        })
-        .collect();
-    assert!(!main.is_empty(), "no browser process to kill");
+    // The browser the slow page renders on. The spinning and crashing
+    // watches retire browsers all along, so on a loaded machine the one
+    // rendering may be between a retirement and its successor's start:
+    // waited for, not assumed.
+    let browsers = || -> Vec<u32> {
+        chromium_processes(daemon.pid())
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains("--remote-debugging-port"))
+            })
+            .collect()
+    };
+    let looking = Instant::now();
+    let mut main = browsers();
+    while main.is_empty() && looking.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+        main = browsers();
+    }
+    assert!(
+        !main.is_empty(),
+        "no browser process to kill\n{}",
+        daemon.log()
+    );
     for pid in &main {
         let killed = std::process::Command::new("kill")
             .args(["-KILL", &pid.to_string()])
