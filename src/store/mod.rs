@@ -1477,6 +1477,28 @@ fn change_rows<'a>(
         .collect()
 }
 
+/// Inserts a watch's (`?1`) snapshot unless its hash (`?3`) is the
+/// current snapshot's, returning its id; `$blob` is the blob parameter as
+/// each engine takes it. PostgreSQL types a parameter in a select list as
+/// text unless cast; SQLite has no `BYTEA` (its cast would make the blob
+/// a number).
+macro_rules! insert_snapshot {
+    ($blob:literal) => {
+        concat!(
+            "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
+             SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT), CAST(?3 AS TEXT),
+                    CAST(?4 AS BIGINT), ",
+            $blob,
+            ", CAST(?6 AS BIGINT)
+             WHERE ?3 IS DISTINCT FROM
+               (SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1)
+             RETURNING id"
+        )
+    };
+}
+const INSERT_SNAPSHOT_SQLITE: &str = insert_snapshot!("?5");
+const INSERT_SNAPSHOT_POSTGRES: &str = insert_snapshot!("CAST(?5 AS BYTEA)");
+
 /// Records one check inside a transaction: the check time, and unless the
 /// hash is the current one, the new snapshot, its events and retention.
 fn write_check(db: Db<'_>, check: &CheckWrite<'_>) -> Result<Recorded, DbError> {
@@ -1498,22 +1520,13 @@ fn write_check(db: Db<'_>, check: &CheckWrite<'_>) -> Result<Recorded, DbError> 
     // Stored unless its hash is the current snapshot's: decided by the
     // insert itself, so that on PostgreSQL the transaction's `BEGIN`, the
     // watch's row and this go out in one round trip.
-    // PostgreSQL types a parameter in a select list as text unless cast;
-    // SQLite has no `BYTEA` (its cast would make the blob a number).
-    let blob = match db {
-        Db::Sqlite(_) => "?5",
-        Db::Postgres(..) => "CAST(?5 AS BYTEA)",
-    };
     let size = i64::try_from(size).unwrap_or(i64::MAX);
+    let insert = match db {
+        Db::Sqlite(_) => INSERT_SNAPSHOT_SQLITE,
+        Db::Postgres(..) => INSERT_SNAPSHOT_POSTGRES,
+    };
     let inserted = db.query_opt(
-        &format!(
-            "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
-             SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT), CAST(?3 AS TEXT),
-                    CAST(?4 AS BIGINT), {blob}, CAST(?6 AS BIGINT)
-             WHERE ?3 IS DISTINCT FROM
-               (SELECT hash FROM snapshot WHERE watch = ?1 ORDER BY id DESC LIMIT 1)
-             RETURNING id"
-        ),
+        insert,
         args![watch, at_ms, hash, size, compressed, format as i64],
     )?;
     let Some(mut inserted) = inserted else {
