@@ -217,7 +217,8 @@ class Cluster:
         self._run([os.path.join(bindir, "initdb"), "-D", data, "-U", PG_USER, "-A", "trust",
                    "-E", "UTF8", "--no-locale"])
         opts = (f"-c listen_addresses='' -k {self.dir} -p {PG_PORT} -c max_connections=300 "
-                "-c shared_preload_libraries=pg_stat_statements")
+                "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on "
+                + os.environ.get("SEMCLIP_BENCH_PG_OPTIONS", ""))
         self._run([os.path.join(bindir, "pg_ctl"), "-D", data, "-l",
                    os.path.join(self.dir, "server.log"), "-w", "-t", "60", "-o", opts, "start"])
         with open(os.path.join(data, "postmaster.pid")) as f:
@@ -260,6 +261,8 @@ class Cluster:
         subprocess.run(self.as_user + [os.path.join(self.bin, "pg_ctl"), "-D",
                                        os.path.join(self.dir, "data"), "-m", "fast", "stop"],
                        capture_output=True)
+        if os.environ.get("SEMCLIP_BENCH_PG_LOG"):
+            shutil.copy(os.path.join(self.dir, "server.log"), os.environ["SEMCLIP_BENCH_PG_LOG"])
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -357,12 +360,15 @@ def run_round(work, database, base, n, replicas, cluster=None, dbname=None):
         # Every statement of the round, by calls: what a check costs.
         statements = cluster.psql(
             dbname,
-            "SELECT calls, rows, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+            "SELECT calls, rows, plans, round(total_plan_time::numeric, 1), "
+            "round(total_exec_time::numeric, 1), regexp_replace(query, '\\s+', ' ', 'g') "
+            "FROM pg_stat_statements "
             "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
             "AND query NOT LIKE '%pg_stat_%' ORDER BY calls DESC, query")
         result["statements"] = [
-            {"calls": int(c), "rows": int(r), "per_check": round(int(c) / done, 2), "query": q}
-            for c, r, q in (line.split("|", 2) for line in statements.splitlines())
+            {"calls": int(c), "rows": int(r), "per_check": round(int(c) / done, 2),
+             "plans": int(p), "plan_ms": float(pt), "exec_ms": float(et), "query": q}
+            for c, r, p, pt, et, q in (line.split("|", 5) for line in statements.splitlines())
         ]
         result.update({
             "postgres_cpu_s": round(pg_cpu, 2),

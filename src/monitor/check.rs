@@ -42,7 +42,8 @@ use crate::page::source::{FetchOptions, RawPage, SourceError};
 use crate::store::pool::{PoolError, StorePool};
 use crate::store::time;
 use crate::store::{
-    CheckStart, CheckState, Queued, Retention, Store, StoreError, ThresholdRecord, WatchStatus,
+    CheckRecord, CheckStart, CheckState, Queued, Retention, Store, StoreError, ThresholdRecord,
+    WatchStatus,
 };
 use crate::template::cluster::TemplateSet;
 use crate::xpath::native::Evaluator;
@@ -422,7 +423,8 @@ async fn checked(
     next_run: Option<SystemTime>,
     dry_run: bool,
 ) -> Result<CheckReport, CheckError> {
-    let (status, current_hash, layout) = stored_state(engine, watch, now, next_run).await?;
+    let (status, current_hash, layout, thresholds) =
+        stored_state(engine, watch, now, next_run).await?;
     let session = watch
         .session
         .as_deref()
@@ -474,6 +476,7 @@ async fn checked(
             status: status.clone(),
             current_hash: current_hash.clone(),
             layout: layout.clone(),
+            thresholds: thresholds.clone(),
             fetched,
             fetch_time: started.elapsed(),
             retention: engine.daemon.retention,
@@ -483,9 +486,15 @@ async fn checked(
         let stores = Arc::clone(&engine.stores);
         // Events on the worker thread belong to this check's span too.
         let span = tracing::Span::current();
+        // A store that groups records (PostgreSQL) is given this one after
+        // the worker is done, with other checks' (StorePool::record); one
+        // that does not (SQLite) gets it here, on the worker's store.
+        let record_here = !stores.groups_records();
         let recorded = engine
             .workers
-            .run(move || span.in_scope(|| stores.with(|store| pending.judge_and_record(store))))
+            .run(move || {
+                span.in_scope(|| stores.with(|store| pending.judge_and_record(store, record_here)))
+            })
             .await;
         let judged = match recorded {
             Ok(judged) => judged.map_err(|source| CheckError::store(&watch.id, source))?,
@@ -496,8 +505,12 @@ async fn checked(
                 });
             }
         };
-        if let Judged::Report(report) = judged {
-            return Ok(*report);
+        match judged {
+            Judged::Report(report) => return Ok(*report),
+            Judged::Unrecorded(unrecorded) => {
+                return record_unrecorded(engine, watch, now, *unrecorded).await;
+            }
+            Judged::LoggedOut => {}
         }
         // Logged out: only a session with a login says so.
         if let (Some(session), Some(login)) = (&session, login)
@@ -613,19 +626,28 @@ async fn log_in(
 }
 
 /// The watch's stored status (this attempt and the next run set), the
-/// content hash of its current snapshot and its layout state (JSON), read
-/// by one statement.
+/// content hash of its current snapshot, its layout state (JSON) and its
+/// thresholds' stored states, read by one statement.
 async fn stored_state(
     engine: &Engine,
     watch: &Watch,
     now: SystemTime,
     next_run: Option<SystemTime>,
-) -> Result<(WatchStatus, Option<String>, Option<String>), CheckError> {
+) -> Result<
+    (
+        WatchStatus,
+        Option<String>,
+        Option<String>,
+        Vec<ThresholdRecord>,
+    ),
+    CheckError,
+> {
     let id = watch.id.clone();
     let CheckStart {
         status,
         current_hash,
         layout,
+        thresholds,
     } = engine
         .stores
         .run(move |s| s.check_start(&id))
@@ -639,7 +661,7 @@ async fn stored_state(
     if next_run.is_some() {
         status.next_run = next_run;
     }
-    Ok((status, current_hash, layout))
+    Ok((status, current_hash, layout, thresholds))
 }
 
 /// A fetched check waiting for its blocking part.
@@ -654,6 +676,8 @@ struct Pending {
     current_hash: Option<String>,
     /// The stored layout state (JSON).
     layout: Option<String>,
+    /// The thresholds' stored states.
+    thresholds: Vec<ThresholdRecord>,
     fetched: Result<Fetched, SourceError>,
     fetch_time: Duration,
     retention: Retention,
@@ -677,14 +701,19 @@ struct LoggedOutCheck {
 enum Judged {
     /// The check, recorded (unless a dry run).
     Report(Box<CheckReport>),
+    /// The check, judged, its record still to be written
+    /// ([`record_unrecorded`]).
+    Unrecorded(Box<Unrecorded>),
     /// The page shows its session logged out: nothing judged or
     /// recorded; the session logs in and the page is fetched again.
     LoggedOut,
 }
 
 impl Pending {
-    /// Judges the fetched page and, unless a dry run, records the check.
-    fn judge_and_record(self, store: &mut Store) -> Result<Judged, StoreError> {
+    /// Judges the fetched page and, unless a dry run, records the check:
+    /// here when `record_here`, otherwise the record is made ready and
+    /// left to the caller ([`Judged::Unrecorded`]).
+    fn judge_and_record(self, store: &mut Store, record_here: bool) -> Result<Judged, StoreError> {
         let Pending {
             watch,
             now,
@@ -693,6 +722,7 @@ impl Pending {
             status,
             current_hash,
             layout,
+            thresholds,
             fetched,
             fetch_time,
             retention,
@@ -703,6 +733,7 @@ impl Pending {
         let before = status.clone();
         let mut work = Work::new(&watch, now, status);
         work.logged_out = logged_out.as_ref();
+        work.stored_thresholds = thresholds;
         let page = PageSettings {
             current_hash: current_hash.as_deref(),
             layout: layout.as_deref(),
@@ -710,36 +741,107 @@ impl Pending {
             next_run,
             alert_after,
         };
-        let (mut outcome, snapshot, moved_run) = work.judge(store, fetched, page)?;
+        let (outcome, snapshot, moved_run) = work.judge(store, fetched, page)?;
         if work.needs_login {
             return Ok(Judged::LoggedOut);
         }
-        let mut levels = work.levels();
-        if !dry_run && let Err(error) = work.record(store, snapshot.as_ref(), &retention) {
+        let levels = work.levels();
+        let record = (!dry_run).then(|| work.check_record(snapshot.as_ref(), &retention));
+        let mut report = CheckReport {
+            watch: watch.id.clone(),
+            outcome,
+            alerts: std::mem::take(&mut work.alerts),
+            thresholds: levels,
+            layout: work.layout_event.take(),
+            fetch_time,
+            next_run: moved_run,
+        };
+        let Some(record) = record else {
+            return Ok(Judged::Report(Box::new(report)));
+        };
+        if !record_here {
+            return Ok(Judged::Unrecorded(Box::new(Unrecorded {
+                report,
+                record,
+                before,
+                retention,
+            })));
+        }
+        if let Err(error) = record.and_then(|record| store.write_record(&record)) {
             // The results could not be kept (a snapshot over the
             // store's limit, a full disk): the check failed, and that
             // must reach the watch's status and alerts.
-            let message = format!(
-                "the check's results could not be stored: {}",
-                error_chain(&error)
-            );
+            let message = unstored(&error);
             let mut failed = Work::new(&watch, now, before);
             failed.failed(&message, alert_after);
             failed.record(store, None, &retention)?;
-            outcome = PageOutcome::Failed(message);
-            levels = Vec::new();
-            work = failed;
+            report.outcome = PageOutcome::Failed(message);
+            report.thresholds = Vec::new();
+            report.alerts = failed.alerts;
+            report.layout = failed.layout_event;
         }
-        Ok(Judged::Report(Box::new(CheckReport {
-            watch: watch.id.clone(),
-            outcome,
-            alerts: work.alerts,
-            thresholds: levels,
-            layout: work.layout_event,
-            fetch_time,
-            next_run: moved_run,
-        })))
+        Ok(Judged::Report(Box::new(report)))
     }
+}
+
+/// A judged check whose record the caller writes.
+struct Unrecorded {
+    /// The check as judged.
+    report: CheckReport,
+    /// Its record, or why it could not be made.
+    record: Result<CheckRecord, StoreError>,
+    /// The watch's status before the check (for a failure).
+    before: WatchStatus,
+    retention: Retention,
+}
+
+/// Why a check failed when its results could not be kept.
+fn unstored(error: &(dyn std::error::Error + 'static)) -> String {
+    format!(
+        "the check's results could not be stored: {}",
+        error_chain(error)
+    )
+}
+
+/// Writes a judged check's record through the pool (grouped with other
+/// checks' on PostgreSQL: [`StorePool::record`]). If the results cannot be
+/// kept (a snapshot over the store's limit, a full disk), the check failed,
+/// and that must reach the watch's status and alerts: the failure is
+/// recorded instead, as [`Pending::judge_and_record`] does.
+async fn record_unrecorded(
+    engine: &Engine,
+    watch: &Watch,
+    now: SystemTime,
+    unrecorded: Unrecorded,
+) -> Result<CheckReport, CheckError> {
+    let Unrecorded {
+        mut report,
+        record,
+        before,
+        retention,
+    } = unrecorded;
+    let written = match record {
+        Ok(record) => match engine.stores.record(record).await {
+            Ok(_) => return Ok(report),
+            Err(error) => unstored(&error),
+        },
+        Err(error) => unstored(&error),
+    };
+    let mut failed = Work::new(watch, now, before);
+    failed.failed(&written, watch.failures.alert_after);
+    let record = failed
+        .check_record(None, &retention)
+        .map_err(|source| CheckError::store(&watch.id, source))?;
+    report.outcome = PageOutcome::Failed(written);
+    report.thresholds = Vec::new();
+    report.alerts = std::mem::take(&mut failed.alerts);
+    report.layout = failed.layout_event.take();
+    engine
+        .stores
+        .record(record)
+        .await
+        .map_err(|source| CheckError::store(&watch.id, source))?;
+    Ok(report)
 }
 
 /// The stored layout state of `watch` (read with its status, see
@@ -1084,6 +1186,9 @@ struct Work<'a> {
     logged_out: Option<&'a LoggedOutCheck>,
     /// The page showed the session logged out before any login.
     needs_login: bool,
+    /// The thresholds' stored states before this check (read with the
+    /// status, [`stored_state`]).
+    stored_thresholds: Vec<ThresholdRecord>,
 }
 
 /// What judging a fetched page needs besides the page.
@@ -1122,6 +1227,7 @@ impl<'a> Work<'a> {
             layout_event: None,
             logged_out: None,
             needs_login: false,
+            stored_thresholds: Vec::new(),
         }
     }
 
@@ -1189,16 +1295,24 @@ impl<'a> Work<'a> {
         snapshot: Option<&Prepared>,
         retention: &Retention,
     ) -> Result<(), StoreError> {
+        let record = self.check_record(snapshot, retention)?;
+        store.write_record(&record).map(drop)
+    }
+
+    /// The check's record, ready to write (see [`Work::record`]).
+    fn check_record(
+        &mut self,
+        snapshot: Option<&Prepared>,
+        retention: &Retention,
+    ) -> Result<CheckRecord, StoreError> {
         self.state.status = self.status.clone();
         self.state.alerts = queue(self.watch, &self.alerts);
-        store
-            .record_check(
-                &self.watch.id,
-                self.now,
-                snapshot.map(|p| p.snapshot_part(retention)),
-                &self.state,
-            )
-            .map(drop)
+        CheckRecord::new(
+            &self.watch.id,
+            self.now,
+            snapshot.map(|p| p.snapshot_part(retention)),
+            std::mem::take(&mut self.state),
+        )
     }
 
     /// A fetched page: skipped when it is the bytes of the stored
@@ -1277,7 +1391,7 @@ impl<'a> Work<'a> {
         // One evaluator for thresholds and layout: natively on the
         // hierarchy, its XML written only if an XPath needs libxml2.
         let ev = Evaluator::new(&page.hierarchy);
-        let outcome = self.page(store, &ev, &prepared, settings.current_hash.is_none())?;
+        let outcome = self.page(&ev, &prepared, settings.current_hash.is_none());
         self.layout(&previous, &page, &prepared, &ev);
         Ok((outcome, Some(prepared), None))
     }
@@ -1453,19 +1567,13 @@ impl<'a> Work<'a> {
             return Ok(());
         }
         if let Some(previous) = store.current_hierarchy(&self.watch.id)? {
-            self.evaluate(store, &Evaluator::new(&previous.hierarchy))?;
+            self.evaluate(&Evaluator::new(&previous.hierarchy));
         }
         self.status.evaluated = Some(fp);
         Ok(())
     }
 
-    fn page(
-        &mut self,
-        store: &Store,
-        ev: &Evaluator<'_>,
-        prepared: &Prepared,
-        first: bool,
-    ) -> Result<PageOutcome, StoreError> {
+    fn page(&mut self, ev: &Evaluator<'_>, prepared: &Prepared, first: bool) -> PageOutcome {
         let fp = fingerprint::evaluation(&prepared.hash, &self.watch.thresholds);
         let outcome = if prepared.unchanged {
             PageOutcome::Unchanged
@@ -1490,19 +1598,19 @@ impl<'a> Work<'a> {
         if self.status.evaluated.as_deref() != Some(fp.as_str())
             && !self.watch.thresholds.is_empty()
         {
-            self.evaluate(store, ev)?;
+            self.evaluate(ev);
         }
         self.status.evaluated = Some(fp);
-        Ok(outcome)
+        outcome
     }
 
     /// Judges every threshold on the hierarchy of `ev`.
-    fn evaluate(&mut self, store: &Store, ev: &Evaluator<'_>) -> Result<(), StoreError> {
+    fn evaluate(&mut self, ev: &Evaluator<'_>) {
         let watch = self.watch;
         if watch.thresholds.is_empty() {
-            return Ok(());
+            return;
         }
-        let stored = store.thresholds(&watch.id)?;
+        let stored = &self.stored_thresholds;
         for t in &watch.thresholds {
             let before = stored.iter().find(|r| r.name == t.name);
             let reading = threshold::read_on(ev, &t.xpath).unwrap_or_else(|e| Reading::Lost {
@@ -1582,7 +1690,6 @@ impl<'a> Work<'a> {
             });
             self.alerts.push(alert);
         }
-        Ok(())
     }
 }
 

@@ -449,9 +449,12 @@ pub struct SlotWaiter<'a> {
 ///   `since`, the ticket breaking ties); its `set_config` turns
 ///   `synchronous_commit` off for this statement's own transaction (see
 ///   [`Store::take_host_slot`]), in a query that always runs.
-/// - `free` locks the free slots below `per_host` (no owner, or a lease
-///   run out) with `SKIP LOCKED`, so that replicas taking at once get
-///   different slots.
+/// - `free` locks the lowest free slots below `per_host` (no owner, or a
+///   lease run out) with `SKIP LOCKED`, so that replicas taking at once
+///   get different slots: one more than there are waiters ahead, no more
+///   (locking a row writes it: locking every free slot of a host made this
+///   the costliest statement of a check, BENCHMARKS "Scale-out on
+///   PostgreSQL").
 /// - `pick` is the lowest of them, if there are more free slots than
 ///   waiters ahead; the update takes it.
 const TAKE_SLOT: &str = "WITH me AS (
@@ -471,6 +474,7 @@ const TAKE_SLOT: &str = "WITH me AS (
        WHERE host = ?1 AND slot < ?2
          AND (lease_until IS NULL OR lease_until <= ?4)
        ORDER BY slot
+       LIMIT (SELECT n FROM ahead) + 1
        FOR UPDATE SKIP LOCKED
      ),
      pick AS (

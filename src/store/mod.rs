@@ -94,6 +94,7 @@ use crate::diff::Change;
 use crate::hierarchy::read;
 use crate::hierarchy::write::{XmlOptions, to_xml};
 use crate::hierarchy::{Hierarchy, packed};
+mod batch;
 mod claim;
 mod database;
 mod event;
@@ -114,8 +115,8 @@ pub use sql::DbError;
 
 pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
 pub use state::{
-    CheckStart, CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart, ThresholdRecord,
-    UnknownLevel, WatchStatus,
+    CheckRecord, CheckStart, CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart,
+    ThresholdRecord, UnknownLevel, WatchStatus,
 };
 
 use pg::{PgConn, PgPool};
@@ -1460,10 +1461,7 @@ fn event_rows<'a>(
 }
 
 /// Semantic changes as (kind, JSON body) rows.
-fn change_rows<'a>(
-    watch: &str,
-    changes: &'a [Change],
-) -> Result<Vec<(&'a str, String)>, StoreError> {
+fn change_rows(watch: &str, changes: &[Change]) -> Result<Vec<(&'static str, String)>, StoreError> {
     changes
         .iter()
         .enumerate()

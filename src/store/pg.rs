@@ -262,8 +262,8 @@ impl std::fmt::Debug for PgPool {
 
 /// One connection of a pool: what a PostgreSQL [`super::Store`] holds.
 pub(crate) struct PgConn {
-    client: deadpool_postgres::Object,
-    rt: Arc<PgRuntime>,
+    pub(super) client: deadpool_postgres::Object,
+    pub(super) rt: Arc<PgRuntime>,
 }
 
 impl std::fmt::Debug for PgConn {

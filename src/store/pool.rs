@@ -7,11 +7,18 @@
 //! connections, and lends each call a [`Store`] on one of them. Either way
 //! the code that calls [`StorePool::run`] sees the same [`Store`].
 
+use std::collections::{HashSet, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::oneshot;
+
 use crate::store::pg::{POOL_SIZE, PgPool};
-use crate::store::{Database, Store, StoreError};
+use crate::store::{CheckRecord, Database, Recorded, Store, StoreError};
+
+/// The most check records written in one transaction ([`StorePool::record`]).
+pub const MAX_GROUP: usize = 64;
 
 /// A store call made through the pool failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +29,10 @@ pub enum PoolError {
     /// The blocking thread running the call panicked or was cancelled.
     #[error("a store worker thread failed")]
     Worker(#[from] tokio::task::JoinError),
+    /// The thread writing grouped records panicked or was never run (the
+    /// runtime shutting down) before writing this one.
+    #[error("the store's record writer stopped before writing this check")]
+    WriterLost,
 }
 
 /// A few open stores on one database, shared by the blocking threads that
@@ -32,7 +43,18 @@ pub struct StorePool {
     /// The file, or the URL as a path (see [`Store::path`]).
     path: PathBuf,
     engine: Engine,
+    /// Records waiting to be written as a group (PostgreSQL).
+    waiting: Mutex<Waiting>,
 }
+
+/// Check records waiting for the writer, and whether it runs.
+#[derive(Debug, Default)]
+struct Waiting {
+    records: VecDeque<(CheckRecord, Reply)>,
+    writing: bool,
+}
+
+type Reply = oneshot::Sender<Result<Option<Recorded>, StoreError>>;
 
 #[derive(Debug)]
 enum Engine {
@@ -75,6 +97,7 @@ impl StorePool {
             database,
             path,
             engine,
+            waiting: Mutex::default(),
         })
     }
 
@@ -122,6 +145,50 @@ impl StorePool {
         }
     }
 
+    /// Whether [`StorePool::record`] groups records (PostgreSQL): a caller
+    /// that holds a store of its own (SQLite) writes its record with
+    /// [`Store::write_record`] there instead, saving a thread hop.
+    pub fn groups_records(&self) -> bool {
+        matches!(self.engine, Engine::Postgres(_))
+    }
+
+    /// Writes a check's record, as [`Store::write_record`] does.
+    ///
+    /// PostgreSQL groups records: the records of checks that finish while
+    /// a group is being written wait for it, and are then written together
+    /// in one transaction (at most [`MAX_GROUP`], watches all different:
+    /// [`Store::write_records`]), by one writer thread at a time. Each
+    /// check is still recorded whole or not at all, with its next run; what
+    /// the group shares is the statements (one per table, not one per
+    /// row), the round trips and the commit, which were most of the
+    /// database's CPU per check (BENCHMARKS "Scale-out on PostgreSQL").
+    /// Alone, a record is written at once, as before. SQLite writes it on a
+    /// blocking thread.
+    pub async fn record(
+        self: &Arc<Self>,
+        record: CheckRecord,
+    ) -> Result<Option<Recorded>, PoolError> {
+        if !self.groups_records() {
+            return self.run(move |s| s.write_record(&record)).await;
+        }
+        let (reply, written) = oneshot::channel();
+        let start = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.records.push_back((record, reply));
+            !std::mem::replace(&mut waiting.writing, true)
+        };
+        if start {
+            let writer = Writer {
+                pool: Arc::clone(self),
+                stopped: false,
+            };
+            // Dropped unrun (the runtime shutting down), the writer fails
+            // what waits rather than leave it waiting.
+            tokio::task::spawn_blocking(move || writer.write_waiting());
+        }
+        Ok(written.await.map_err(|_| PoolError::WriterLost)??)
+    }
+
     /// Runs `f` with a store on a blocking thread.
     pub async fn run<R: Send + 'static>(
         self: &Arc<Self>,
@@ -129,5 +196,88 @@ impl StorePool {
     ) -> Result<R, PoolError> {
         let pool = Arc::clone(self);
         Ok(tokio::task::spawn_blocking(move || pool.with(f)).await??)
+    }
+}
+
+/// The thread writing grouped records: while records wait, takes a group
+/// and writes it. On its way out, however it goes (done, a panic, never
+/// run), it leaves no record waiting without a writer.
+struct Writer {
+    pool: Arc<StorePool>,
+    /// Stopped by [`Writer::next_group`], with nothing waiting.
+    stopped: bool,
+}
+
+impl Writer {
+    fn write_waiting(mut self) {
+        while let Some((records, replies)) = self.next_group() {
+            let written = catch_unwind(AssertUnwindSafe(|| self.write(&records)));
+            // A panic drops the replies: those checks get `WriterLost`.
+            if let Ok(written) = written {
+                for (reply, result) in replies.into_iter().zip(written) {
+                    // The check may be gone (cancelled): nothing to tell.
+                    let _ = reply.send(result);
+                }
+            }
+        }
+        self.stopped = true;
+    }
+
+    /// The next group (oldest first, each watch once, at most
+    /// [`MAX_GROUP`]); `None`, with the writer marked stopped, when nothing
+    /// waits.
+    fn next_group(&self) -> Option<(Vec<CheckRecord>, Vec<Reply>)> {
+        let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if waiting.records.is_empty() {
+            waiting.writing = false;
+            return None;
+        }
+        let mut watches = HashSet::new();
+        let mut later = VecDeque::new();
+        let (mut records, mut replies) = (Vec::new(), Vec::new());
+        while records.len() < MAX_GROUP
+            && let Some((record, reply)) = waiting.records.pop_front()
+        {
+            if watches.insert(record.watch().to_owned()) {
+                records.push(record);
+                replies.push(reply);
+            } else {
+                // The same watch again: in the next group, after this one.
+                later.push_back((record, reply));
+            }
+        }
+        later.append(&mut waiting.records);
+        waiting.records = later;
+        Some((records, replies))
+    }
+
+    /// Writes a group: one result per record.
+    fn write(&self, records: &[CheckRecord]) -> Vec<Result<Option<Recorded>, StoreError>> {
+        let mut each = None;
+        let grouped = self.pool.with(|store| {
+            each = Some(store.write_records(records));
+            Ok(())
+        });
+        match (grouped, each) {
+            (Ok(()), Some(results)) => results,
+            // No connection: each record tries alone, and says why it failed.
+            _ => records
+                .iter()
+                .map(|r| self.pool.with(|store| store.write_record(r)))
+                .collect(),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        // A panic, or never run: what waits is failed (its replies
+        // dropped), and the next record starts a writer again.
+        let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.records.clear();
+        waiting.writing = false;
     }
 }

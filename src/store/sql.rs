@@ -75,6 +75,10 @@ pub enum DbError {
          call it from a blocking thread (StorePool::run)"
     )]
     AsyncContext,
+    /// Records that cannot be written in one group (see
+    /// [`super::Store::write_records`]); each is written alone instead.
+    #[error("cannot write these records together: {0}")]
+    Group(&'static str),
 }
 
 impl DbError {

@@ -34,6 +34,32 @@ pub struct CheckStart {
     pub current_hash: Option<String>,
     /// Its layout state (JSON), if it has one.
     pub layout: Option<String>,
+    /// Its thresholds' stored states, by name (as [`Store::thresholds`]).
+    pub thresholds: Vec<ThresholdRecord>,
+}
+
+/// A threshold's stored state, decoded.
+fn threshold_record(
+    watch: &str,
+    name: String,
+    state: &str,
+    value: Option<f64>,
+    node: Option<String>,
+    since: i64,
+) -> Result<ThresholdRecord, StoreError> {
+    let corrupt = |source: CorruptionCause| StoreError::CorruptWatch {
+        watch: watch.to_owned(),
+        source,
+    };
+    let since = from_millis(since).map_err(corrupt)?;
+    let state = state.parse::<Level>().map_err(|e| corrupt(Box::new(e)))?;
+    Ok(ThresholdRecord {
+        name,
+        state,
+        value,
+        node,
+        since,
+    })
 }
 
 /// What the daemon knows about one watch between checks.
@@ -229,6 +255,98 @@ pub struct SnapshotPart<'a> {
     pub retention: &'a Retention,
 }
 
+/// A check's record made ready to write ([`CheckRecord::new`]): checked,
+/// compressed and serialised, owning all it writes, so that the write can
+/// happen later and elsewhere (with other checks' records: see
+/// [`super::pool::StorePool::record`]).
+#[derive(Debug, Clone)]
+pub struct CheckRecord {
+    pub(super) watch: String,
+    pub(super) at_ms: i64,
+    pub(super) snapshot: Option<SnapshotRecord>,
+    pub(super) state: CheckState,
+    /// The layout event, as JSON.
+    pub(super) layout_event: Option<String>,
+    /// Each threshold state's `since`, in ms.
+    pub(super) since_ms: Vec<i64>,
+    /// The status's next run, in ms.
+    pub(super) next_run_ms: Option<i64>,
+}
+
+/// The snapshot part of a [`CheckRecord`].
+#[derive(Debug, Clone)]
+pub(super) struct SnapshotRecord {
+    pub(super) hash: String,
+    /// The hierarchy, compressed (not looked at when the hash is unchanged).
+    pub(super) compressed: Vec<u8>,
+    pub(super) format: super::SnapshotFormat,
+    /// Its uncompressed length.
+    pub(super) size: usize,
+    /// (kind, JSON body) of each change event.
+    pub(super) events: Vec<(&'static str, String)>,
+    pub(super) retention: Retention,
+}
+
+impl CheckRecord {
+    /// The record of one check of `watch` at `at` (see
+    /// [`Store::record_check`]): refused as that would refuse it (a
+    /// snapshot over the store's limit, a time out of range, bad
+    /// retention), without a connection.
+    pub fn new(
+        watch: &str,
+        at: SystemTime,
+        snapshot: Option<SnapshotPart<'_>>,
+        state: CheckState,
+    ) -> Result<CheckRecord, StoreError> {
+        let at_ms = to_millis(at)?;
+        let snapshot = match snapshot {
+            Some(part) => {
+                part.retention.validate()?;
+                Some(SnapshotRecord {
+                    hash: part.hash.to_owned(),
+                    compressed: part.body.compressed(watch)?,
+                    format: part.body.format(),
+                    size: part.body.bytes().len(),
+                    events: change_rows(watch, part.changes)?,
+                    retention: *part.retention,
+                })
+            }
+            None => None,
+        };
+        // Serialising a layout event does not fail (no maps, no custom
+        // serialisers); were it to, it is refused like a change event.
+        let layout_event = state
+            .layout_event
+            .as_ref()
+            .map(LayoutEvent::to_json)
+            .transpose()
+            .map_err(|_| StoreError::InvalidChange {
+                watch: watch.to_owned(),
+                index: 0,
+            })?;
+        let since_ms = state
+            .thresholds
+            .iter()
+            .map(|t| to_millis(t.since))
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_run_ms = opt_millis(state.status.next_run)?;
+        Ok(CheckRecord {
+            watch: watch.to_owned(),
+            at_ms,
+            snapshot,
+            state,
+            layout_event,
+            since_ms,
+            next_run_ms,
+        })
+    }
+
+    /// The watch checked.
+    pub fn watch(&self) -> &str {
+        &self.watch
+    }
+}
+
 fn opt_time(ms: Option<i64>) -> Result<Option<SystemTime>, CorruptionCause> {
     ms.map(from_millis).transpose()
 }
@@ -241,7 +359,7 @@ fn millis_of(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
+pub(super) const STATUS_COLUMNS: &str = "watch, next_run, etag, last_modified, last_attempt, last_success, \
      failures, failing_alerted, last_error, evaluated, body_hash, rejected_body, blocked";
 
 type StatusRow = (
@@ -333,15 +451,18 @@ static WRITE_STATUS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO watch_status ({STATUS_COLUMNS})
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-         ON CONFLICT (watch) DO UPDATE SET
+         {STATUS_CONFLICT}"
+    )
+});
+
+/// What a status written over an existing row replaces: everything.
+pub(super) const STATUS_CONFLICT: &str = "ON CONFLICT (watch) DO UPDATE SET
            next_run = excluded.next_run, etag = excluded.etag,
            last_modified = excluded.last_modified, last_attempt = excluded.last_attempt,
            last_success = excluded.last_success, failures = excluded.failures,
            failing_alerted = excluded.failing_alerted, last_error = excluded.last_error,
            evaluated = excluded.evaluated, body_hash = excluded.body_hash,
-           rejected_body = excluded.rejected_body, blocked = excluded.blocked"
-    )
-});
+           rejected_body = excluded.rejected_body, blocked = excluded.blocked";
 
 /// Writes a watch's status (held back in a PostgreSQL transaction, see
 /// [`Db::defer`]).
@@ -386,20 +507,24 @@ impl Store {
     }
 
     /// What a check of `watch` starts from, read by one statement: its
-    /// status, the content hash of its current snapshot and its layout
-    /// state.
+    /// status, the content hash of its current snapshot, its layout state
+    /// and its thresholds' stored states (one row per threshold, the rest
+    /// repeated; one row without a threshold when it has none).
     pub fn check_start(&self, watch: &str) -> Result<CheckStart, StoreError> {
         let err = |source| watch_error(watch, "read the status of", source);
         let columns = STATUS_COLUMNS.replace(", ", ", s.");
-        let mut row = self
+        let rows = self
             .db()
-            .query_one(
+            .query(
                 &format!(
-                    "SELECT s.{columns}, k.hash, k.layout, s.watch IS NOT NULL
+                    "SELECT s.{columns}, k.hash, k.layout, s.watch IS NOT NULL,
+                            t.name, t.state, t.value, t.node, t.since
                      FROM (SELECT (SELECT hash FROM snapshot WHERE watch = ?1
                                    ORDER BY id DESC LIMIT 1) AS hash,
                                   (SELECT state FROM layout_state WHERE watch = ?1) AS layout) k
-                     LEFT JOIN watch_status s ON s.watch = ?1"
+                     LEFT JOIN watch_status s ON s.watch = ?1
+                     LEFT JOIN threshold_state t ON t.watch = ?1
+                     ORDER BY t.name"
                 ),
                 args![watch],
             )
@@ -407,10 +532,31 @@ impl Store {
         // The columns after the status's own: counted, not written out, so
         // a status column added later cannot shift them unnoticed.
         let n = STATUS_COLUMNS.split(',').count();
-        let read = |row: &mut Row| -> Result<(bool, Option<String>, Option<String>), DbError> {
-            Ok((row.get(n + 2)?, row.get(n)?, row.get(n + 1)?))
+        type Stored = (String, String, Option<f64>, Option<String>, i64);
+        let read = |row: &mut Row| -> Result<Option<Stored>, DbError> {
+            let Some(name) = row.get::<Option<String>>(n + 3)? else {
+                return Ok(None);
+            };
+            Ok(Some((
+                name,
+                row.get(n + 4)?,
+                row.get(n + 5)?,
+                row.get(n + 6)?,
+                row.get(n + 7)?,
+            )))
         };
-        let (found, current_hash, layout) = read(&mut row).map_err(err)?;
+        let mut thresholds = Vec::new();
+        let mut first_row = None;
+        for mut row in rows {
+            if let Some((name, state, value, node, since)) = read(&mut row).map_err(err)? {
+                thresholds.push(threshold_record(watch, name, &state, value, node, since)?);
+            }
+            first_row.get_or_insert(row);
+        }
+        let mut row = first_row.ok_or_else(|| err(DbError::NoRow))?;
+        let found: bool = row.get(n + 2).map_err(err)?;
+        let current_hash = row.get(n).map_err(err)?;
+        let layout = row.get(n + 1).map_err(err)?;
         let status = if found {
             Some(decode_status(status_row(row).map_err(err)?)?)
         } else {
@@ -420,6 +566,7 @@ impl Store {
             status,
             current_hash,
             layout,
+            thresholds,
         })
     }
 
@@ -513,19 +660,7 @@ impl Store {
             .map_err(|source| watch_error(watch, "read the thresholds of", source))?;
         rows.into_iter()
             .map(|(name, state, value, node, since)| {
-                let corrupt = |source: CorruptionCause| StoreError::CorruptWatch {
-                    watch: watch.to_owned(),
-                    source,
-                };
-                let since = from_millis(since).map_err(corrupt)?;
-                let state = state.parse::<Level>().map_err(|e| corrupt(Box::new(e)))?;
-                Ok(ThresholdRecord {
-                    name,
-                    state,
-                    value,
-                    node,
-                    since,
-                })
+                threshold_record(watch, name, &state, value, node, since)
             })
             .collect()
     }
@@ -573,47 +708,38 @@ impl Store {
         snapshot: Option<SnapshotPart<'_>>,
         state: &CheckState,
     ) -> Result<Option<Recorded>, StoreError> {
-        let at_ms = to_millis(at)?;
+        let record = CheckRecord::new(watch, at, snapshot, state.clone())?;
+        self.write_record(&record)
+    }
+
+    /// Writes one check made ready by [`CheckRecord::new`], in one
+    /// transaction (see [`Store::record_check`]).
+    pub fn write_record(&mut self, record: &CheckRecord) -> Result<Option<Recorded>, StoreError> {
+        let CheckRecord {
+            watch,
+            at_ms,
+            snapshot,
+            state,
+            layout_event,
+            since_ms,
+            next_run_ms,
+        } = record;
+        let (watch, at_ms) = (watch.as_str(), *at_ms);
         let err = |source| watch_error(watch, "record a check of", source);
-        let prepared = match snapshot {
-            Some(part) => {
-                part.retention.validate()?;
-                let compressed = part.body.compressed(watch)?;
-                let events = change_rows(watch, part.changes)?;
-                Some((part, events, compressed))
-            }
-            None => None,
-        };
-        // Serialising a layout event does not fail (no maps, no custom
-        // serialisers); were it to, it is refused like a change event.
-        let layout_event = state
-            .layout_event
-            .as_ref()
-            .map(LayoutEvent::to_json)
-            .transpose()
-            .map_err(|_| StoreError::InvalidChange {
-                watch: watch.to_owned(),
-                index: 0,
-            })?;
-        let since_ms = state
-            .thresholds
-            .iter()
-            .map(|t| to_millis(t.since))
-            .collect::<Result<Vec<_>, _>>()?;
         self.transaction(err, |db| {
-            let recorded = match &prepared {
-                Some((part, events, compressed)) => Some(
+            let recorded = match snapshot {
+                Some(part) => Some(
                     write_check(
                         db,
                         &CheckWrite {
                             watch,
-                            hash: part.hash,
-                            compressed,
-                            format: part.body.format(),
-                            size: part.body.bytes().len(),
+                            hash: &part.hash,
+                            compressed: &part.compressed,
+                            format: part.format,
+                            size: part.size,
                             at_ms,
-                            events,
-                            retention: part.retention,
+                            events: &part.events,
+                            retention: &part.retention,
                         },
                     )
                     .map_err(err)?,
@@ -621,12 +747,35 @@ impl Store {
                 None => None,
             };
             write_status(db, &state.status)?;
-            super::claim::note_next_run(db, watch, opt_millis(state.status.next_run)?, true)
-                .map_err(err)?;
-            write_check_state(db, watch, at_ms, state, layout_event.as_deref(), &since_ms)
+            super::claim::note_next_run(db, watch, *next_run_ms, true).map_err(err)?;
+            write_check_state(db, watch, at_ms, state, layout_event.as_deref(), since_ms)
                 .map_err(err)?;
             Ok(recorded)
         })
+    }
+
+    /// Writes several checks' records, each as [`Store::write_record`]
+    /// would, with one result per record in their order. PostgreSQL writes
+    /// them in one transaction (a group commit: see
+    /// [`super::pool::StorePool::record`]) when their watches differ; if
+    /// that transaction fails, each record is written again alone, so a
+    /// record the database refuses fails only its own check.
+    pub fn write_records(
+        &mut self,
+        records: &[CheckRecord],
+    ) -> Vec<Result<Option<Recorded>, StoreError>> {
+        if let super::Engine::Postgres(conn) = &self.engine
+            && records.len() > 1
+        {
+            match super::batch::write(conn, records) {
+                Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
+                Err(error) => {
+                    tracing::debug!(records = records.len(), error = %error,
+                        "a group of check records failed; writing each alone");
+                }
+            }
+        }
+        records.iter().map(|r| self.write_record(r)).collect()
     }
 
     /// Pending outbox rows due at `now` (oldest first), at most `limit`.

@@ -2271,7 +2271,7 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
 }
 
 on_both! {
-    fn a_check_starts_from_its_status_hash_and_layout_read_together(engine: &Engine) {
+    fn a_check_starts_from_its_status_hash_layout_and_thresholds_read_together(engine: &Engine) {
         use semclip::store::CheckStart;
         let mut store = engine.open();
         assert_eq!(store.check_start("w").unwrap(), CheckStart::default(), "an unknown watch");
@@ -2297,7 +2297,267 @@ on_both! {
         assert_eq!(start.current_hash, store.current_hash("w").unwrap());
         assert_eq!(start.layout, store.layout_state("w").unwrap());
         assert_eq!(start.layout.as_deref(), Some("{\"wrappers\":[]}"));
+        assert_eq!(start.thresholds, [], "no threshold stored yet");
+        // Thresholds come with it, by name, one row each in the statement
+        // and the rest read once.
+        use semclip::store::{Level, ThresholdRecord};
+        let record = |name: &str, state, value| ThresholdRecord {
+            name: name.into(),
+            state,
+            value,
+            node: Some(format!("/{name}")),
+            since: t0(),
+        };
+        state.thresholds = vec![
+            record("z", Level::Normal, Some(2.5)),
+            record("a", Level::Alarm, Some(-1.0)),
+            record("m", Level::Lost, None),
+        ];
+        store.record_check("w", t0(), None, &state).unwrap();
+        let start = store.check_start("w").unwrap();
+        assert_eq!(start.thresholds, store.thresholds("w").unwrap());
+        assert_eq!(
+            start.thresholds.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["a", "m", "z"]
+        );
+        assert_eq!(start.thresholds[0], state.thresholds[1]);
+        assert_eq!(start.status.unwrap(), status);
+        assert_eq!(start.current_hash, store.current_hash("w").unwrap());
         // Another watch's rows are not mixed in.
         assert_eq!(store.check_start("x").unwrap(), CheckStart::default());
+    }
+}
+
+// ------------------------------------------------------- grouped records
+
+/// A check of `watch` in round `round` of the grouped-record tests: a
+/// snapshot of page `page` (none when `None`), changes, two thresholds
+/// with values, an alert (every other one to a digest notifier), a layout
+/// state, and from round 1 a layout event.
+fn grouped_check(
+    watch: &str,
+    round: u64,
+    page_n: Option<u64>,
+    retention: &Retention,
+) -> semclip::store::CheckRecord {
+    use semclip::store::{
+        CheckRecord, CheckState, LayoutEvent, Level, Queued, SnapshotBody, SnapshotPart,
+        ThresholdRecord,
+    };
+    let at = t0() + DAY * u32::try_from(round).unwrap();
+    let xml = page_n.map(page);
+    let changes: Vec<semclip::diff::Change> = (0..round)
+        .map(|i| {
+            serde_json::from_value(json!({ "kind": "update", "context": ["Shares", watch],
+                "old": format!("{i}"), "new": format!("{}", i + 1) }))
+            .unwrap()
+        })
+        .collect();
+    let hash = xml.as_deref().map(hash_of);
+    let snapshot = xml
+        .as_deref()
+        .zip(hash.as_deref())
+        .map(|(xml, hash)| SnapshotPart {
+            hash,
+            body: SnapshotBody::Xml(xml),
+            changes: &changes,
+            retention,
+        });
+    let mut state: CheckState = checked(watch, at + Duration::from_secs(3600));
+    state.status.etag = Some(format!("\"{watch}-{round}\""));
+    state.status.failures = u32::try_from(round).unwrap();
+    state.status.last_success = Some(at);
+    state.thresholds = ["low", "high"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| ThresholdRecord {
+            name: (*name).to_owned(),
+            state: if i == 0 { Level::Alarm } else { Level::Normal },
+            value: Some(round as f64 + i as f64 / 2.0),
+            node: Some(format!("/{watch}/{name}")),
+            since: t0(),
+        })
+        .collect();
+    state.values = vec![("low".to_owned(), round as f64), ("high".to_owned(), 1.5)];
+    state.alerts = vec![Queued {
+        alert_id: format!("{watch}-{round}"),
+        notifier: "mail".to_owned(),
+        body: format!("{{\"watch\":\"{watch}\",\"round\":{round}}}"),
+        digest: (round % 2 == 1).then_some(Duration::from_secs(3600)),
+    }];
+    state.layout = Some(format!("{{\"round\":{round}}}"));
+    state.layout_event = (round > 0).then(|| LayoutEvent {
+        drift: 0.75,
+        max_drift: 0.5,
+        against: "previous page".to_owned(),
+        lost: vec!["shares".to_owned()],
+        lost_thresholds: Vec::new(),
+        template: None,
+        moved: Vec::new(),
+        dom_drift: 0.0,
+        dom_against: String::new(),
+        summary: "clips lost".to_owned(),
+    });
+    CheckRecord::new(watch, at, snapshot, state).unwrap()
+}
+
+/// All the store shows of `watch`, with its name and ids left out, so
+/// that two watches recorded alike compare equal.
+fn shown(store: &Store, watch: &str) -> String {
+    let anon = |s: String| s.replace(watch, "W");
+    let events: Vec<_> = store
+        .events(watch, None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.snapshot_id.is_some(), e.at, e.event.line()))
+        .collect();
+    let snapshots: Vec<_> = store
+        .snapshots(watch)
+        .unwrap()
+        .into_iter()
+        .map(|(_, hash, at)| (hash, at))
+        .collect();
+    let mut status = store.status(watch).unwrap();
+    if let Some(s) = &mut status {
+        s.watch.clear();
+    }
+    let thresholds = store.thresholds(watch).unwrap();
+    let values: Vec<_> = ["low", "high"]
+        .iter()
+        .map(|name| store.threshold_values(watch, name, 100).unwrap())
+        .collect();
+    let outbox: Vec<_> = store
+        .outbox()
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.watch == watch)
+        .map(|e| (e.notifier, e.created_at, e.next_attempt, e.digest, e.body))
+        .collect();
+    let layout = store.layout_state(watch).unwrap();
+    anon(format!(
+        "{events:?}\n{snapshots:?}\n{status:?}\n{thresholds:?}\n{values:?}\n{outbox:?}\n{layout:?}"
+    ))
+}
+
+on_both! {
+    fn records_written_as_a_group_are_the_records_written_one_at_a_time(engine: &Engine) {
+        use semclip::store::Recorded;
+        let mut store = engine.open();
+        let keep = Retention::new(2, 3650).unwrap();
+        // Rounds: first pages; changed pages for some, the same page for
+        // others, nothing fetched for one; again, so that retention prunes.
+        let pages = |w: u64, round: u64| match (w, round) {
+            (3, r) if r > 0 => None,
+            (2, r) => Some(100 + r.min(1)),
+            (w, r) => Some(10 * w + r),
+        };
+        for round in 0..4 {
+            let group: Vec<_> = (0..5)
+                .map(|w| grouped_check(&format!("g{w}"), round, pages(w, round), &keep))
+                .collect();
+            let grouped = store.write_records(&group);
+            if !store.is_sqlite() {
+                // One transaction wrote them all: their rows share an xmin.
+                let xmins = crate::pg::psql(
+                    &engine.database,
+                    "SELECT count(DISTINCT xmin::text) FROM watch_status WHERE watch LIKE 'g%'",
+                );
+                assert_eq!(xmins.trim(), "1", "round {round}");
+            }
+            for w in 0..5 {
+                let single = grouped_check(&format!("s{w}"), round, pages(w, round), &keep);
+                let alone = store.write_record(&single).unwrap();
+                let together = grouped[w as usize].as_ref().unwrap();
+                // The same outcome, snapshot ids aside.
+                let kind = |r: &Option<Recorded>| match r {
+                    Some(Recorded::Stored { events, .. }) => format!("stored {events}"),
+                    other => format!("{other:?}"),
+                };
+                assert_eq!(kind(together), kind(&alone), "round {round}, watch {w}");
+            }
+        }
+        for w in 0..5 {
+            let (g, s) = (format!("g{w}"), format!("s{w}"));
+            assert_eq!(shown(&store, &g), shown(&store, &s), "watch {w}");
+            // The claim row was released with the next run, as alone.
+            let mut claim = |watch: &str| {
+                store
+                    .claim_watch(watch, "other", t0() + DAY, Duration::from_secs(60))
+                    .unwrap()
+            };
+            let (cg, cs) = (claim(&g), claim(&s));
+            assert_eq!(cg, cs, "watch {w}");
+        }
+        // Retention pruned the group's watches as the others.
+        assert_eq!(store.snapshots("g0").unwrap().len(), 2);
+        assert_eq!(store.snapshots("g2").unwrap().len(), 2, "{}", shown(&store, "g2"));
+    }
+
+    fn a_record_the_database_refuses_fails_only_itself_in_a_group(engine: &Engine) {
+        let mut store = engine.open();
+        let keep = Retention::default();
+        let mut group: Vec<_> = (0..4)
+            .map(|w| grouped_check(&format!("w{w}"), 0, Some(w), &keep))
+            .collect();
+        // PostgreSQL refuses a NUL in text; SQLite keeps it.
+        let mut state = semclip::store::CheckState::default();
+        state.status.watch = "w9".into();
+        state.status.last_error = Some("nul \0 byte".into());
+        group.insert(2, semclip::store::CheckRecord::new("w9", t0(), None, state).unwrap());
+        // The same watch twice: written in order, the second last.
+        group.push(grouped_check("w1", 1, Some(11), &keep));
+        let results = store.write_records(&group);
+        let is_postgres = !store.is_sqlite();
+        assert_eq!(results[2].is_err(), is_postgres, "{:?}", results[2]);
+        for (i, result) in results.iter().enumerate() {
+            if i != 2 {
+                assert!(result.is_ok(), "record {i}: {result:?}");
+            }
+        }
+        for w in 0..4 {
+            assert_eq!(store.snapshots(&format!("w{w}")).unwrap().len(), if w == 1 { 2 } else { 1 });
+        }
+        let w1 = store.status("w1").unwrap().unwrap();
+        assert_eq!(w1.etag.as_deref(), Some("\"w1-1\""));
+        assert_eq!(store.status("w9").unwrap().is_some(), !is_postgres);
+    }
+}
+
+#[test]
+fn a_pool_groups_records_made_at_once_and_loses_none() {
+    use semclip::store::pool::StorePool;
+    for engine in [
+        Some(Engine::sqlite()),
+        pg_engine("a_pool_groups_records_made_at_once"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let runtime = two_worker_runtime();
+        runtime.block_on(async {
+            let pool = Arc::new(StorePool::open(engine.database.clone()).unwrap());
+            let keep = Retention::default();
+            // 40 checks at once, each watch twice (the second one later
+            // in the same group or the next).
+            let writes: Vec<_> = (0..40u64)
+                .map(|n| {
+                    let pool = Arc::clone(&pool);
+                    let record = grouped_check(&format!("w{}", n % 20), n / 20, Some(n), &keep);
+                    tokio::spawn(async move { pool.record(record).await })
+                })
+                .collect();
+            for write in writes {
+                write.await.unwrap().unwrap();
+            }
+        });
+        // Read from this plain thread (a PostgreSQL store blocks).
+        let store = engine.open();
+        assert_eq!(store.watches().unwrap().len(), 20);
+        for w in 0..20 {
+            let watch = format!("w{w}");
+            assert_eq!(store.snapshots(&watch).unwrap().len(), 2, "{watch}");
+            assert_eq!(store.threshold_values(&watch, "low", 10).unwrap().len(), 2);
+        }
+        assert_eq!(store.outbox().unwrap().len(), 40);
     }
 }
