@@ -754,30 +754,6 @@ impl Store {
         })
     }
 
-    /// Writes several checks' records, each as [`Store::write_record`]
-    /// would, with one result per record in their order. PostgreSQL writes
-    /// them in one transaction (a group commit: see
-    /// [`super::pool::StorePool::record`]) when their watches differ; if
-    /// that transaction fails, each record is written again alone, so a
-    /// record the database refuses fails only its own check.
-    pub fn write_records(
-        &mut self,
-        records: &[CheckRecord],
-    ) -> Vec<Result<Option<Recorded>, StoreError>> {
-        if let super::Engine::Postgres(conn) = &self.engine
-            && records.len() > 1
-        {
-            match super::batch::write(conn, records) {
-                Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
-                Err(error) => {
-                    tracing::debug!(records = records.len(), error = %error,
-                        "a group of check records failed; writing each alone");
-                }
-            }
-        }
-        records.iter().map(|r| self.write_record(r)).collect()
-    }
-
     /// Pending outbox rows due at `now` (oldest first), at most `limit`.
     pub fn due_alerts(
         &self,
