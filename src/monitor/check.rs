@@ -165,8 +165,12 @@ impl fetch::SharedHosts for StoreHosts {
     }
 
     fn give_back(&self, host: &str, slot: i64) {
-        // With the next group of check records (StorePool::give_back_host_slot).
-        self.stores.give_back_host_slot(host, slot, &self.owner);
+        let owner = Arc::clone(&self.owner);
+        self.in_background(
+            host,
+            "cannot give back a request slot; it is free again when its lease ends",
+            move |s, host| s.give_back_host_slot(host, slot, &owner),
+        );
     }
 
     fn leave_queue(&self, host: &str, ticket: &str) {

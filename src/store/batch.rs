@@ -144,76 +144,42 @@ const OUTBOX: &str = "INSERT INTO outbox
        AS u(id, w, n, at, digest, body)
      ON CONFLICT (alert_id, notifier) DO NOTHING";
 
-/// A host's request slot to give back ([`super::Store::give_back_host_slot`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlotBack {
-    /// The host.
-    pub host: String,
-    /// The slot's number.
-    pub slot: i64,
-    /// Who took it: given back only if it still holds it.
-    pub owner: std::sync::Arc<str>,
-}
-
-/// `super::Store::give_back_host_slot` for each slot.
-const GIVE_BACK: &str = "UPDATE host_slot h SET owner = NULL, lease_until = NULL
-     FROM unnest($1::text[], $2::int8[], $3::text[]) AS g(host, slot, owner)
-     WHERE h.host = g.host AND h.slot = g.slot AND h.owner = g.owner";
-
-/// What [`Store::write_records`] did: each record's result, and the slots'.
-pub type Written = (
-    Vec<Result<Option<Recorded>, StoreError>>,
-    Result<(), StoreError>,
-);
-
 impl Store {
     /// Writes several checks' records, each as [`Store::write_record`]
-    /// would, with one result per record in their order, and gives back
-    /// `slots` as [`Store::give_back_host_slot`] would (the first failure
-    /// is the second result). PostgreSQL writes them all in one
-    /// transaction (a group commit: see [`super::pool::StorePool::record`])
-    /// when the watches differ; if that transaction fails, each record is
-    /// written again alone, so a record the database refuses fails only
-    /// its own check.
-    pub fn write_records(&mut self, records: &[CheckRecord], slots: &[SlotBack]) -> Written {
+    /// would, with one result per record in their order. PostgreSQL writes
+    /// them in one transaction (a group commit: see
+    /// [`super::pool::StorePool::record`]) when their watches differ; if
+    /// that transaction fails, each record is written again alone, so a
+    /// record the database refuses fails only its own check.
+    pub fn write_records(
+        &mut self,
+        records: &[CheckRecord],
+    ) -> Vec<Result<Option<Recorded>, StoreError>> {
         if let Engine::Postgres(conn) = &self.engine
-            && (records.len() > 1 || !slots.is_empty())
+            && records.len() > 1
         {
-            match write(conn, records, slots) {
-                Ok(recorded) => return (recorded.into_iter().map(Ok).collect(), Ok(())),
+            match write(conn, records) {
+                Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
                 Err(error) => {
-                    tracing::debug!(records = records.len(), slots = slots.len(), error = %error,
+                    tracing::debug!(records = records.len(), error = %error,
                         "a group of check records failed; writing each alone");
                 }
             }
         }
-        let recorded = records.iter().map(|r| self.write_record(r)).collect();
-        let given = slots
-            .iter()
-            .try_for_each(|b| self.give_back_host_slot(&b.host, b.slot, &b.owner));
-        (recorded, given)
+        records.iter().map(|r| self.write_record(r)).collect()
     }
 }
 
-/// Writes `records` and gives back `slots` in one transaction: what each
-/// record came to, in order. With no record, the slots' transaction is
-/// committed without waiting for the WAL flush, as a slot given back
-/// alone is (a slot is politeness, not data).
+/// Writes `records` in one transaction: what each came to, in order.
 pub(super) fn write(
     conn: &PgConn,
     records: &[CheckRecord],
-    slots: &[SlotBack],
 ) -> Result<Vec<Option<Recorded>>, DbError> {
     let mut watches = HashSet::new();
     if !records.iter().all(|r| watches.insert(r.watch.as_str())) {
         return Err(DbError::Group("a watch appears twice"));
     }
-    let mut rows = Rows::of(records)?;
-    for back in slots {
-        rows.g_host.push(&back.host);
-        rows.g_slot.push(back.slot);
-        rows.g_owner.push(&back.owner);
-    }
+    let rows = Rows::of(records)?;
     let mut guard = Rollback { conn, open: false };
     let stored = conn.rt.block_on(rows.write(conn, &mut guard))??;
     guard.open = false;
@@ -293,10 +259,6 @@ struct Rows<'a> {
     o_at: Vec<i64>,
     o_digest: Vec<Option<i64>>,
     o_body: Vec<&'a str>,
-    // Request slots given back.
-    g_host: Vec<&'a str>,
-    g_slot: Vec<i64>,
-    g_owner: Vec<&'a str>,
 }
 
 fn opt_ms(t: Option<std::time::SystemTime>) -> Result<Option<i64>, DbError> {
@@ -469,22 +431,6 @@ impl<'a> Rows<'a> {
         let mut rest: Vec<Send<'_>> = Vec::new();
         if stored.is_empty() && self.s_watch.is_empty() {
             rest.push(Send::Prepared(&begin, Vec::new()));
-        }
-        if self.records.is_empty() {
-            rest.push(Send::Planned(
-                "SELECT set_config('synchronous_commit', 'off', true)",
-                Vec::new(),
-            ));
-        }
-        if !self.g_host.is_empty() {
-            rest.push(Send::Planned(
-                GIVE_BACK,
-                vec![
-                    (&self.g_host, Type::TEXT_ARRAY),
-                    (&self.g_slot, Type::INT8_ARRAY),
-                    (&self.g_owner, Type::TEXT_ARRAY),
-                ],
-            ));
         }
         if !e_watch.is_empty() {
             rest.push(Send::Prepared(

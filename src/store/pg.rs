@@ -41,8 +41,12 @@
 //!   `pg_advisory_xact_lock` on [`MIGRATION_LOCK`] and looking at the
 //!   database again, so replicas that open an empty or old database at the
 //!   same moment apply each migration once.
-//! - **Transactions** are PostgreSQL's default `READ COMMITTED`, one per
-//!   check, as with SQLite.
+//! - **Transactions** are PostgreSQL's default `READ COMMITTED`. A check's
+//!   record is one transaction, as with SQLite, or shares one with the
+//!   records of the checks that finished while the previous group was
+//!   being written (a group commit, [`super::pool::StorePool::record`] and
+//!   `batch.rs`): each check is still recorded whole or not at all, with
+//!   its next run and the release of its lease.
 
 use std::sync::Arc;
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use crate::store::pg::{POOL_SIZE, PgPool};
-use crate::store::{CheckRecord, Database, Recorded, SlotBack, Store, StoreError};
+use crate::store::{CheckRecord, Database, Recorded, Store, StoreError};
 
 /// The most check records written in one transaction ([`StorePool::record`]).
 pub const MAX_GROUP: usize = 64;
@@ -51,8 +51,6 @@ pub struct StorePool {
 #[derive(Debug, Default)]
 struct Waiting {
     records: VecDeque<(CheckRecord, Reply)>,
-    /// Host slots to give back with the next group.
-    slots: Vec<SlotBack>,
     writing: bool,
 }
 
@@ -174,36 +172,9 @@ impl StorePool {
             return self.run(move |s| s.write_record(&record)).await;
         }
         let (reply, written) = oneshot::channel();
-        self.to_writer(|waiting| waiting.records.push_back((record, reply)));
-        Ok(written.await.map_err(|_| PoolError::WriterLost)??)
-    }
-
-    /// Gives back `host`'s request slot `slot` if `owner` still holds it
-    /// ([`Store::give_back_host_slot`]), without waiting: PostgreSQL's
-    /// record writer gives it back with the next group of records, or
-    /// alone at once when none waits (a group is written in a few
-    /// milliseconds), saving a transaction and a round trip per request.
-    /// A failure is logged: the slot is free again when its lease ends.
-    /// SQLite keeps no slots; without a runtime (shutting down) nothing is
-    /// written either.
-    pub fn give_back_host_slot(self: &Arc<Self>, host: &str, slot: i64, owner: &Arc<str>) {
-        if !self.groups_records() || tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        let back = SlotBack {
-            host: host.to_owned(),
-            slot,
-            owner: Arc::clone(owner),
-        };
-        self.to_writer(|waiting| waiting.slots.push(back));
-    }
-
-    /// Queues work for the record writer (`queue`), starting it if it is
-    /// not running. Call from within a tokio runtime.
-    fn to_writer(self: &Arc<Self>, queue: impl FnOnce(&mut Waiting)) {
         let start = {
             let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            queue(&mut waiting);
+            waiting.records.push_back((record, reply));
             !std::mem::replace(&mut waiting.writing, true)
         };
         if start {
@@ -215,6 +186,7 @@ impl StorePool {
             // what waits rather than leave it waiting.
             tokio::task::spawn_blocking(move || writer.write_waiting());
         }
+        Ok(written.await.map_err(|_| PoolError::WriterLost)??)
     }
 
     /// Runs `f` with a store on a blocking thread.
@@ -238,8 +210,8 @@ struct Writer {
 
 impl Writer {
     fn write_waiting(mut self) {
-        while let Some((records, replies, slots)) = self.next_group() {
-            let written = catch_unwind(AssertUnwindSafe(|| self.write(&records, &slots)));
+        while let Some((records, replies)) = self.next_group() {
+            let written = catch_unwind(AssertUnwindSafe(|| self.write(&records)));
             // A panic drops the replies: those checks get `WriterLost`.
             if let Ok(written) = written {
                 for (reply, result) in replies.into_iter().zip(written) {
@@ -254,9 +226,9 @@ impl Writer {
     /// The next group (oldest first, each watch once, at most
     /// [`MAX_GROUP`]); `None`, with the writer marked stopped, when nothing
     /// waits.
-    fn next_group(&self) -> Option<(Vec<CheckRecord>, Vec<Reply>, Vec<SlotBack>)> {
+    fn next_group(&self) -> Option<(Vec<CheckRecord>, Vec<Reply>)> {
         let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if waiting.records.is_empty() && waiting.slots.is_empty() {
+        if waiting.records.is_empty() {
             waiting.writing = false;
             return None;
         }
@@ -276,40 +248,24 @@ impl Writer {
         }
         later.append(&mut waiting.records);
         waiting.records = later;
-        Some((records, replies, std::mem::take(&mut waiting.slots)))
+        Some((records, replies))
     }
 
-    /// Writes a group: one result per record. Slots not given back are
-    /// logged.
-    fn write(
-        &self,
-        records: &[CheckRecord],
-        slots: &[SlotBack],
-    ) -> Vec<Result<Option<Recorded>, StoreError>> {
+    /// Writes a group: one result per record.
+    fn write(&self, records: &[CheckRecord]) -> Vec<Result<Option<Recorded>, StoreError>> {
         let mut each = None;
         let grouped = self.pool.with(|store| {
-            each = Some(store.write_records(records, slots));
+            each = Some(store.write_records(records));
             Ok(())
         });
-        let (recorded, given) = match (grouped, each) {
-            (Ok(()), Some(written)) => written,
+        match (grouped, each) {
+            (Ok(()), Some(results)) => results,
             // No connection: each record tries alone, and says why it failed.
-            (grouped, _) => (
-                records
-                    .iter()
-                    .map(|r| self.pool.with(|store| store.write_record(r)))
-                    .collect(),
-                grouped,
-            ),
-        };
-        if let Err(error) = given
-            && !slots.is_empty()
-        {
-            tracing::warn!(slots = slots.len(),
-                error = %format!("{:#}", anyhow::Error::from(error)),
-                "cannot give back request slots; each is free again when its lease ends");
+            _ => records
+                .iter()
+                .map(|r| self.pool.with(|store| store.write_record(r)))
+                .collect(),
         }
-        recorded
     }
 }
 

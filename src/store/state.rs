@@ -5,7 +5,10 @@
 //! snapshot (if the data changed), the watch's new status, its threshold
 //! states and values, and the alerts to deliver, in one transaction: a crash
 //! leaves either the state before the check or the state after it, never a
-//! stored change without its alert.
+//! stored change without its alert. (The daemon makes the record ready
+//! first, [`CheckRecord`], and on PostgreSQL writes it in one transaction
+//! with the records of other checks that finished at the same moment:
+//! [`super::pool::StorePool::record`].)
 //!
 //! The outbox holds one row per alert and notifier. A row is written before
 //! any delivery is tried and deleted only once delivery succeeded; a failed

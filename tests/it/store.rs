@@ -2455,8 +2455,7 @@ on_both! {
             let group: Vec<_> = (0..5)
                 .map(|w| grouped_check(&format!("g{w}"), round, pages(w, round), &keep))
                 .collect();
-            let (grouped, given) = store.write_records(&group, &[]);
-            given.unwrap();
+            let grouped = store.write_records(&group);
             if !store.is_sqlite() {
                 // One transaction wrote them all: their rows share an xmin.
                 let xmins = crate::pg::psql(
@@ -2507,8 +2506,7 @@ on_both! {
         group.insert(2, semclip::store::CheckRecord::new("w9", t0(), None, state).unwrap());
         // The same watch twice: written in order, the second last.
         group.push(grouped_check("w1", 1, Some(11), &keep));
-        let (results, given) = store.write_records(&group, &[]);
-        given.unwrap();
+        let results = store.write_records(&group);
         let is_postgres = !store.is_sqlite();
         assert_eq!(results[2].is_err(), is_postgres, "{:?}", results[2]);
         for (i, result) in results.iter().enumerate() {
@@ -2562,55 +2560,4 @@ fn a_pool_groups_records_made_at_once_and_loses_none() {
         }
         assert_eq!(store.outbox().unwrap().len(), 40);
     }
-}
-
-#[test]
-fn postgres_request_slots_are_given_back_with_a_group_of_records_or_alone() {
-    use semclip::store::{SlotBack, SlotWaiter};
-    let Some(engine) = pg_engine("postgres_request_slots_are_given_back_with_a_group") else {
-        return;
-    };
-    let mut store = engine.open();
-    let ask = SlotWaiter {
-        ticket: "t",
-        since: t0(),
-        queues: false,
-    };
-    let lease = t0() + DAY;
-    store.ensure_host_slots("h.example", 3).unwrap();
-    let take = |store: &mut Store| {
-        store
-            .take_host_slot("h.example", 3, "me", t0(), lease, &ask)
-            .unwrap()
-    };
-    assert_eq!(
-        [
-            take(&mut store),
-            take(&mut store),
-            take(&mut store),
-            take(&mut store)
-        ],
-        [Some(0), Some(1), Some(2), None]
-    );
-    let back = |slot, owner: &str| SlotBack {
-        host: "h.example".into(),
-        slot,
-        owner: Arc::from(owner),
-    };
-    // With records: slot 1 is given back; slot 2 is not, its owner is
-    // someone else (a lease that ran out and was taken since).
-    let keep = Retention::default();
-    let group: Vec<_> = (0..2)
-        .map(|w| grouped_check(&format!("w{w}"), 0, Some(w), &keep))
-        .collect();
-    let (recorded, given) = store.write_records(&group, &[back(1, "me"), back(2, "other")]);
-    given.unwrap();
-    assert!(recorded.iter().all(Result::is_ok), "{recorded:?}");
-    assert_eq!(store.watches().unwrap().len(), 2);
-    assert_eq!([take(&mut store), take(&mut store)], [Some(1), None]);
-    // Alone: slot 0.
-    let (recorded, given) = store.write_records(&[], &[back(0, "me")]);
-    given.unwrap();
-    assert!(recorded.is_empty());
-    assert_eq!([take(&mut store), take(&mut store)], [Some(0), None]);
 }
