@@ -165,12 +165,9 @@ impl fetch::SharedHosts for StoreHosts {
     }
 
     fn give_back(&self, host: &str, slot: i64) {
-        let owner = Arc::clone(&self.owner);
-        self.in_background(
-            host,
-            "cannot give back a request slot; it is free again when its lease ends",
-            move |s, host| s.give_back_host_slot(host, slot, &owner),
-        );
+        // With the slots given back at the same moment, in one statement
+        // (StorePool::give_back_host_slot).
+        self.stores.give_back_host_slot(host, slot, &self.owner);
     }
 
     fn leave_queue(&self, host: &str, ticket: &str) {

@@ -144,7 +144,54 @@ const OUTBOX: &str = "INSERT INTO outbox
        AS u(id, w, n, at, digest, body)
      ON CONFLICT (alert_id, notifier) DO NOTHING";
 
+/// A host's request slot to give back ([`Store::give_back_host_slots`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotBack {
+    /// The host.
+    pub host: String,
+    /// The slot's number.
+    pub slot: i64,
+    /// Who took it: given back only if it still holds it.
+    pub owner: std::sync::Arc<str>,
+}
+
+/// `Store::give_back_host_slot` for each slot, in one statement committed
+/// without waiting for the WAL flush, as one slot alone is.
+const GIVE_BACK: &str = "UPDATE host_slot h SET owner = NULL, lease_until = NULL
+     FROM unnest($1::text[], $2::int8[], $3::text[]) AS g(host, slot, owner)
+     WHERE h.host = g.host AND h.slot = g.slot AND h.owner = g.owner
+       AND set_config('synchronous_commit', 'off', true) IS NOT NULL";
+
 impl Store {
+    /// Gives back each of `slots` that its owner still holds, as
+    /// [`Store::give_back_host_slot`] does, in one statement (PostgreSQL,
+    /// planned for its arrays as [`Send::Planned`]; SQLite keeps no slots).
+    pub fn give_back_host_slots(&mut self, slots: &[SlotBack]) -> Result<(), StoreError> {
+        let Engine::Postgres(conn) = &self.engine else {
+            return Ok(());
+        };
+        let hosts: Vec<&str> = slots.iter().map(|s| s.host.as_str()).collect();
+        let numbers: Vec<i64> = slots.iter().map(|s| s.slot).collect();
+        let owners: Vec<&str> = slots.iter().map(|s| &*s.owner).collect();
+        let send = Send::Planned(
+            GIVE_BACK,
+            vec![
+                (&hosts, Type::TEXT_ARRAY),
+                (&numbers, Type::INT8_ARRAY),
+                (&owners, Type::TEXT_ARRAY),
+            ],
+        );
+        conn.rt
+            .block_on(send.execute(&conn.client))
+            .and_then(|sent| sent.map_err(DbError::from))
+            .map(drop)
+            .map_err(|source| StoreError::Database {
+                path: self.path.clone(),
+                action: "give back request slots".to_owned(),
+                source,
+            })
+    }
+
     /// Writes several checks' records, each as [`Store::write_record`]
     /// would, with one result per record in their order. PostgreSQL writes
     /// them in one transaction (a group commit: see

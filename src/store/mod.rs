@@ -108,6 +108,7 @@ mod sql;
 mod state;
 pub mod time;
 
+pub use batch::SlotBack;
 pub use claim::{BUSY_RETRY, Claim, SlotWaiter, WAIT_ALIVE};
 pub use database::{Database, PostgresUrl};
 pub use session::StoredJar;

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use crate::store::pg::{POOL_SIZE, PgPool};
-use crate::store::{CheckRecord, Database, Recorded, Store, StoreError};
+use crate::store::{CheckRecord, Database, Recorded, SlotBack, Store, StoreError};
 
 /// The most check records written in one transaction ([`StorePool::record`]).
 pub const MAX_GROUP: usize = 64;
@@ -45,6 +45,16 @@ pub struct StorePool {
     engine: Engine,
     /// Records waiting to be written as a group (PostgreSQL).
     waiting: Mutex<Waiting>,
+    /// Host slots waiting to be given back (PostgreSQL).
+    slots: Mutex<SlotsBack>,
+}
+
+/// Host request slots waiting to be given back, and whether their writer
+/// runs.
+#[derive(Debug, Default)]
+struct SlotsBack {
+    slots: Vec<SlotBack>,
+    writing: bool,
 }
 
 /// Check records waiting for the writer, and whether it runs.
@@ -98,6 +108,7 @@ impl StorePool {
             path,
             engine,
             waiting: Mutex::default(),
+            slots: Mutex::default(),
         })
     }
 
@@ -189,6 +200,38 @@ impl StorePool {
         Ok(written.await.map_err(|_| PoolError::WriterLost)??)
     }
 
+    /// Gives back `host`'s request slot `slot` if `owner` still holds it
+    /// ([`Store::give_back_host_slot`]), without waiting. On PostgreSQL the
+    /// slots given back while the previous ones are being written go
+    /// together in one statement and transaction, written by one thread
+    /// at a time: a slot waits at most for one such statement (a fraction
+    /// of a millisecond), never for a group of check records, which held
+    /// slots long enough to starve a busy host shared by replicas. A
+    /// failure is logged: the slot is free again when its lease ends.
+    /// SQLite keeps no slots; without a runtime (shutting down) nothing is
+    /// written either.
+    pub fn give_back_host_slot(self: &Arc<Self>, host: &str, slot: i64, owner: &Arc<str>) {
+        if !self.shared_by_replicas() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let start = {
+            let mut waiting = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.slots.push(SlotBack {
+                host: host.to_owned(),
+                slot,
+                owner: Arc::clone(owner),
+            });
+            !std::mem::replace(&mut waiting.writing, true)
+        };
+        if start {
+            let writer = SlotWriter {
+                pool: Arc::clone(self),
+                stopped: false,
+            };
+            tokio::task::spawn_blocking(move || writer.write_waiting());
+        }
+    }
+
     /// Runs `f` with a store on a blocking thread.
     pub async fn run<R: Send + 'static>(
         self: &Arc<Self>,
@@ -278,6 +321,48 @@ impl Drop for Writer {
         // dropped), and the next record starts a writer again.
         let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
         waiting.records.clear();
+        waiting.writing = false;
+    }
+}
+
+/// The thread giving back host slots: while slots wait, gives them all
+/// back in one statement. Dropped unrun or by a panic, it leaves none
+/// waiting without a writer (they are dropped: free when their leases
+/// end).
+struct SlotWriter {
+    pool: Arc<StorePool>,
+    /// Stopped with nothing waiting.
+    stopped: bool,
+}
+
+impl SlotWriter {
+    fn write_waiting(mut self) {
+        loop {
+            let slots = {
+                let mut waiting = self.pool.slots.lock().unwrap_or_else(|p| p.into_inner());
+                if waiting.slots.is_empty() {
+                    waiting.writing = false;
+                    self.stopped = true;
+                    return;
+                }
+                std::mem::take(&mut waiting.slots)
+            };
+            if let Err(error) = self.pool.with(|store| store.give_back_host_slots(&slots)) {
+                tracing::warn!(slots = slots.len(),
+                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    "cannot give back request slots; each is free again when its lease ends");
+            }
+        }
+    }
+}
+
+impl Drop for SlotWriter {
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let mut waiting = self.pool.slots.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.slots.clear();
         waiting.writing = false;
     }
 }

@@ -2561,3 +2561,50 @@ fn a_pool_groups_records_made_at_once_and_loses_none() {
         assert_eq!(store.outbox().unwrap().len(), 40);
     }
 }
+
+#[test]
+fn postgres_request_slots_are_given_back_together_if_their_owner_holds_them() {
+    use semclip::store::{SlotBack, SlotWaiter};
+    let Some(engine) = pg_engine("postgres_request_slots_are_given_back_together") else {
+        return;
+    };
+    let mut store = engine.open();
+    let ask = SlotWaiter {
+        ticket: "t",
+        since: t0(),
+        queues: false,
+    };
+    let lease = t0() + DAY;
+    store.ensure_host_slots("h.example", 3).unwrap();
+    store.ensure_host_slots("i.example", 1).unwrap();
+    let take = |store: &mut Store, host| {
+        store
+            .take_host_slot(host, 3, "me", t0(), lease, &ask)
+            .unwrap()
+    };
+    assert_eq!(
+        [0, 1, 2, 3].map(|_| take(&mut store, "h.example")),
+        [Some(0), Some(1), Some(2), None]
+    );
+    assert_eq!(take(&mut store, "i.example"), Some(0));
+    let back = |host: &str, slot, owner: &str| SlotBack {
+        host: host.into(),
+        slot,
+        owner: Arc::from(owner),
+    };
+    // Slot 2 is not given back: someone else holds it now (a lease that
+    // ran out and was taken since).
+    store
+        .give_back_host_slots(&[
+            back("h.example", 1, "me"),
+            back("h.example", 2, "other"),
+            back("i.example", 0, "me"),
+        ])
+        .unwrap();
+    assert_eq!(
+        [take(&mut store, "h.example"), take(&mut store, "h.example")],
+        [Some(1), None]
+    );
+    assert_eq!(take(&mut store, "i.example"), Some(0));
+    store.give_back_host_slots(&[]).unwrap();
+}
