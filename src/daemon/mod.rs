@@ -97,7 +97,7 @@ use crate::serve::metrics::{Metrics, NoticeLabels};
 use crate::store::notice::{self, Announcement, Notice};
 use crate::store::pool::StorePool;
 use crate::store::replica::{ReplicaSummary, WatchSet};
-use crate::store::{Claim, Database};
+use crate::store::{CheckStart, Claim, Database};
 
 use self::scheduler::{Clock, Scheduler};
 
@@ -823,11 +823,12 @@ impl Checker {
         now: SystemTime,
         next: SystemTime,
     ) -> Option<SystemTime> {
-        if let Some(later) = self.claim(&watch, now, next).await {
-            return Some(later);
-        }
+        let start = match self.claim(&watch, now, next).await {
+            Ok(start) => start,
+            Err(later) => return Some(later),
+        };
         // The check runs in its own `check` span (see check::check).
-        let report = check::check(&self.engine, &watch, now, Some(next), false).await;
+        let report = check::check_from(&self.engine, &watch, now, Some(next), start).await;
         match report {
             Ok(report) => {
                 if !report.alerts.is_empty() {
@@ -848,13 +849,19 @@ impl Checker {
     }
 
     /// Claims the run of `watch` due at `now` (next by this replica's
-    /// schedule at `next`); `Some(time)` when this replica does not check
-    /// it now and looks again at `time`: the stored next run when the run
-    /// was checked elsewhere; when another replica is checking it, the end
-    /// of its lease or this replica's own next run, whichever comes first
-    /// (a replica that died is taken over by then, one that is alive has
-    /// recorded by then).
-    async fn claim(&self, watch: &Watch, now: SystemTime, next: SystemTime) -> Option<SystemTime> {
+    /// schedule at `next`): what its check starts from, read with the claim
+    /// (`None`: the check reads it); `Err(time)` when this replica does not
+    /// check it now and looks again at `time`: the stored next run when the
+    /// run was checked elsewhere; when another replica is checking it, the
+    /// end of its lease or this replica's own next run, whichever comes
+    /// first (a replica that died is taken over by then, one that is alive
+    /// has recorded by then).
+    async fn claim(
+        &self,
+        watch: &Watch,
+        now: SystemTime,
+        next: SystemTime,
+    ) -> Result<Option<CheckStart>, SystemTime> {
         let withheld = self
             .withheld
             .read()
@@ -862,38 +869,41 @@ impl Checker {
             .contains(&watch.id);
         if withheld {
             tracing::debug!(watch = %watch.id, "defined differently on most replicas: left to them");
-            return Some(next);
+            return Err(next);
         }
         let id = watch.id.clone();
         let owner = Arc::clone(&self.replica);
         let lease = lease_for(watch);
         let claim = self
             .stores
-            .run(move |s| s.claim_watch(&id, &owner, now, lease))
+            .run(move |s| s.claim_and_start(&id, &owner, now, lease))
             .await;
         match claim {
-            Ok(Claim::Mine { rerun_of: None }) => None,
-            Ok(Claim::Mine {
-                rerun_of: Some(previous),
-            }) => {
+            Ok((Claim::Mine { rerun_of: None }, start)) => Ok(start),
+            Ok((
+                Claim::Mine {
+                    rerun_of: Some(previous),
+                },
+                start,
+            )) => {
                 self.metrics.checks_rerun.inc();
                 tracing::warn!(watch = %watch.id, previous = %previous,
                     "a lease on this run expired: checking it again");
-                None
+                Ok(start)
             }
-            Ok(Claim::Done { next_run }) => {
+            Ok((Claim::Done { next_run }, _)) => {
                 tracing::debug!(watch = %watch.id, "run checked by another replica");
-                Some(next_run)
+                Err(next_run)
             }
-            Ok(Claim::Held { until }) => {
+            Ok((Claim::Held { until }, _)) => {
                 tracing::debug!(watch = %watch.id, "run held by another replica");
-                Some(until.min(next))
+                Err(until.min(next))
             }
             Err(error) => {
                 tracing::error!(watch = %watch.id,
                     error = %format!("{:#}", anyhow::Error::from(error)),
                     "cannot claim the watch; trying again soon");
-                Some(now + CLAIM_FAILED_RETRY)
+                Err(now + CLAIM_FAILED_RETRY)
             }
         }
     }

@@ -408,7 +408,23 @@ pub async fn check(
     dry_run: bool,
 ) -> Result<CheckReport, CheckError> {
     let span = tracing::info_span!("check", watch = %watch.id);
-    checked(engine, watch, now, next_run, dry_run)
+    checked(engine, watch, now, next_run, dry_run, None)
+        .instrument(span)
+        .await
+}
+
+/// [`check`] (not a dry run) from `start`, what the check starts from as
+/// read with the watch's claim ([`Store::claim_and_start`]; `None`: read
+/// here).
+pub async fn check_from(
+    engine: &Engine,
+    watch: &Arc<Watch>,
+    now: SystemTime,
+    next_run: Option<SystemTime>,
+    start: Option<CheckStart>,
+) -> Result<CheckReport, CheckError> {
+    let span = tracing::info_span!("check", watch = %watch.id);
+    checked(engine, watch, now, next_run, false, start)
         .instrument(span)
         .await
 }
@@ -419,9 +435,10 @@ async fn checked(
     now: SystemTime,
     next_run: Option<SystemTime>,
     dry_run: bool,
+    start: Option<CheckStart>,
 ) -> Result<CheckReport, CheckError> {
     let (status, current_hash, layout, thresholds) =
-        stored_state(engine, watch, now, next_run).await?;
+        stored_state(engine, watch, now, next_run, start).await?;
     let session = watch
         .session
         .as_deref()
@@ -630,6 +647,7 @@ async fn stored_state(
     watch: &Watch,
     now: SystemTime,
     next_run: Option<SystemTime>,
+    start: Option<CheckStart>,
 ) -> Result<
     (
         WatchStatus,
@@ -639,17 +657,23 @@ async fn stored_state(
     ),
     CheckError,
 > {
-    let id = watch.id.clone();
+    let start = match start {
+        Some(start) => start,
+        None => {
+            let id = watch.id.clone();
+            engine
+                .stores
+                .run(move |s| s.check_start(&id))
+                .await
+                .map_err(|source| CheckError::store(&watch.id, source))?
+        }
+    };
     let CheckStart {
         status,
         current_hash,
         layout,
         thresholds,
-    } = engine
-        .stores
-        .run(move |s| s.check_start(&id))
-        .await
-        .map_err(|source| CheckError::store(&watch.id, source))?;
+    } = start;
     let mut status = status.unwrap_or_else(|| WatchStatus {
         watch: watch.id.clone(),
         ..WatchStatus::default()

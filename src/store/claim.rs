@@ -74,7 +74,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::sql::{Db, args};
-use super::{Engine, Store, StoreError, from_millis, to_millis, watch_error};
+use super::state::{CHECK_START_IF_CLAIMED, check_start_of};
+use super::{CheckStart, Engine, Store, StoreError, from_millis, to_millis, watch_error};
 
 /// How soon a watch whose claim row was locked by another replica is
 /// looked at again.
@@ -132,48 +133,100 @@ impl Store {
         let now_ms = to_millis(now)?;
         let until_ms = to_millis(now + lease)?;
         let err = |source| watch_error(watch, "claim", source);
-        let corrupt = |source| StoreError::CorruptWatch {
-            watch: watch.to_owned(),
-            source,
-        };
         // One statement, one round trip (see the module's decisions).
         let row = self
             .db()
             .query_opt(CLAIM, args![watch, owner, until_ms, now_ms])
             .map_err(err)?;
-        let Some(mut row) = row else {
-            // Its row inserted by another claim at this instant.
-            return Ok(Claim::Held {
-                until: now + BUSY_RETRY,
-            });
-        };
-        let owner_now: Option<String> = row.get(0).map_err(err)?;
-        let until: Option<i64> = row.get(1).map_err(err)?;
-        let next_run: Option<i64> = row.get(2).map_err(err)?;
-        let taken: bool = row.get(3).map_err(err)?;
-        let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
-        if taken {
-            return Ok(Claim::Mine {
-                rerun_of: owner_now.filter(|_| held_by_other),
-            });
-        }
-        if let Some(next) = next_run.filter(|&next| next > now_ms) {
-            return Ok(Claim::Done {
-                next_run: from_millis(next).map_err(corrupt)?,
-            });
-        }
-        match until.filter(|&until| held_by_other && until > now_ms) {
-            Some(until) => Ok(Claim::Held {
-                until: from_millis(until).map_err(corrupt)?,
-            }),
-            // Free in this statement's snapshot, but locked (another
-            // replica claiming or recording it) or changed since.
-            None => Ok(Claim::Held {
-                until: now + BUSY_RETRY,
-            }),
-        }
+        decide(watch, owner, now, row)
     }
 
+    /// Claims `watch` as [`Store::claim_watch`] does and, when the claim
+    /// is the caller's, reads what its check starts from
+    /// ([`Store::check_start`]). On PostgreSQL the read goes out with the
+    /// claim, in the same round trip, as a statement of its own (so it
+    /// sees the database after the claim, records committed just before
+    /// included), and reads nothing unless the caller now holds the lease.
+    pub fn claim_and_start(
+        &mut self,
+        watch: &str,
+        owner: &str,
+        now: SystemTime,
+        lease: Duration,
+    ) -> Result<(Claim, Option<CheckStart>), StoreError> {
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            return Ok((
+                Claim::Mine { rerun_of: None },
+                Some(self.check_start(watch)?),
+            ));
+        }
+        let now_ms = to_millis(now)?;
+        let until_ms = to_millis(now + lease)?;
+        let err = |source| watch_error(watch, "claim", source);
+        let (claim, start) = self
+            .db()
+            .query_both(
+                (CLAIM, args![watch, owner, until_ms, now_ms]),
+                (&CHECK_START_IF_CLAIMED, args![watch, owner, until_ms]),
+            )
+            .map_err(err)?;
+        let claim = decide(watch, owner, now, claim.into_iter().next())?;
+        let start = match claim {
+            Claim::Mine { .. } => check_start_of(watch, start)?,
+            _ => None,
+        };
+        Ok((claim, start))
+    }
+}
+
+/// What a claim's row (none: its row was being inserted by another claim
+/// at that instant) says to the claimant `owner` at `now`.
+fn decide(
+    watch: &str,
+    owner: &str,
+    now: SystemTime,
+    row: Option<super::sql::Row>,
+) -> Result<Claim, StoreError> {
+    let now_ms = to_millis(now)?;
+    let err = |source| watch_error(watch, "claim", source);
+    let corrupt = |source| StoreError::CorruptWatch {
+        watch: watch.to_owned(),
+        source,
+    };
+    let Some(mut row) = row else {
+        // Its row inserted by another claim at this instant.
+        return Ok(Claim::Held {
+            until: now + BUSY_RETRY,
+        });
+    };
+    let owner_now: Option<String> = row.get(0).map_err(err)?;
+    let until: Option<i64> = row.get(1).map_err(err)?;
+    let next_run: Option<i64> = row.get(2).map_err(err)?;
+    let taken: bool = row.get(3).map_err(err)?;
+    let held_by_other = owner_now.as_deref().is_some_and(|o| o != owner);
+    if taken {
+        return Ok(Claim::Mine {
+            rerun_of: owner_now.filter(|_| held_by_other),
+        });
+    }
+    if let Some(next) = next_run.filter(|&next| next > now_ms) {
+        return Ok(Claim::Done {
+            next_run: from_millis(next).map_err(corrupt)?,
+        });
+    }
+    match until.filter(|&until| held_by_other && until > now_ms) {
+        Some(until) => Ok(Claim::Held {
+            until: from_millis(until).map_err(corrupt)?,
+        }),
+        // Free in this statement's snapshot, but locked (another
+        // replica claiming or recording it) or changed since.
+        None => Ok(Claim::Held {
+            until: now + BUSY_RETRY,
+        }),
+    }
+}
+
+impl Store {
     /// Reserves a request start to `host` at least `spacing` after every
     /// start reserved before it, by any replica: returns when the request
     /// may start (`now` or later). PostgreSQL updates the host's row under

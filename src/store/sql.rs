@@ -531,6 +531,31 @@ impl PgSession<'_> {
         Ok(rows?)
     }
 
+    /// Runs `a` then `b` after the writes held back, all sent at once: one
+    /// round trip, each statement on its own (outside a transaction, each
+    /// its own, `b` seeing what `a` did).
+    async fn query_both(
+        &self,
+        (a, a_args): (&str, &[Arg<'_>]),
+        (b, b_args): (&str, &[Arg<'_>]),
+    ) -> Result<(Vec<tokio_postgres::Row>, Vec<tokio_postgres::Row>), DbError> {
+        let held = self.take_held();
+        let ((held_stmts, a), b) =
+            futures::future::try_join(self.prepare_with_held(&held, a), async {
+                Ok::<_, DbError>(self.prepare(b).await?)
+            })
+            .await?;
+        let (a_params, b_params) = (params(a_args), params(b_args));
+        let (sent, a_rows, b_rows) = futures::future::join3(
+            self.send_held(&held, &held_stmts),
+            self.client().query(&a, &a_params),
+            self.client().query(&b, &b_params),
+        )
+        .await;
+        sent?;
+        Ok((a_rows?, b_rows?))
+    }
+
     /// As [`PgSession::query`], for the number of rows changed.
     async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, DbError> {
         let held = self.take_held();
@@ -585,6 +610,25 @@ pub(crate) enum Db<'a> {
 }
 
 impl Db<'_> {
+    /// Every row of two queries, `a` then `b`: on PostgreSQL in one round
+    /// trip ([`PgSession::query_both`]).
+    pub(crate) fn query_both(
+        self,
+        a: (&str, &[Arg<'_>]),
+        b: (&str, &[Arg<'_>]),
+    ) -> Result<(Vec<Row>, Vec<Row>), DbError> {
+        match self {
+            Db::Sqlite(_) => Ok((self.query(a.0, a.1)?, self.query(b.0, b.1)?)),
+            Db::Postgres(session, rt) => {
+                let (a, b) = rt.block_on(session.query_both(a, b))??;
+                let rows = |rows: Vec<tokio_postgres::Row>| -> Result<Vec<Row>, DbError> {
+                    rows.iter().map(Row::from_postgres).collect()
+                };
+                Ok((rows(a)?, rows(b)?))
+            }
+        }
+    }
+
     /// Every row of a query.
     pub(crate) fn query(self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<Row>, DbError> {
         match self {

@@ -41,6 +41,84 @@ pub struct CheckStart {
     pub thresholds: Vec<ThresholdRecord>,
 }
 
+/// The read of what a check of `?1` starts from ([`Store::check_start`]),
+/// with `condition` (SQL after `WHERE`, or empty) on the whole read.
+fn check_start_sql(condition: &str) -> String {
+    let columns = STATUS_COLUMNS.replace(", ", ", s.");
+    format!(
+        "SELECT s.{columns}, k.hash, k.layout, s.watch IS NOT NULL,
+                t.name, t.state, t.value, t.node, t.since
+         FROM (SELECT (SELECT hash FROM snapshot WHERE watch = ?1
+                       ORDER BY id DESC LIMIT 1) AS hash,
+                      (SELECT state FROM layout_state WHERE watch = ?1) AS layout) k
+         LEFT JOIN watch_status s ON s.watch = ?1
+         LEFT JOIN threshold_state t ON t.watch = ?1
+         {condition}
+         ORDER BY t.name"
+    )
+}
+
+/// [`Store::check_start`]'s read.
+static CHECK_START: LazyLock<String> = LazyLock::new(|| check_start_sql(""));
+
+/// The same read, of nothing unless owner `?2` holds the lease on `?1`
+/// that ends at `?3` (PostgreSQL: [`Store::claim_and_start`]).
+pub(super) static CHECK_START_IF_CLAIMED: LazyLock<String> = LazyLock::new(|| {
+    check_start_sql(
+        "WHERE EXISTS (SELECT 1 FROM watch_claim c
+                       WHERE c.watch = ?1 AND c.owner = ?2 AND c.lease_until = ?3)",
+    )
+});
+
+/// What the rows of [`CHECK_START`] say; `None` without a row.
+pub(super) fn check_start_of(
+    watch: &str,
+    rows: Vec<Row>,
+) -> Result<Option<CheckStart>, StoreError> {
+    let err = |source| watch_error(watch, "read the status of", source);
+    // The columns after the status's own: counted, not written out, so
+    // a status column added later cannot shift them unnoticed.
+    let n = STATUS_COLUMNS.split(',').count();
+    type Stored = (String, String, Option<f64>, Option<String>, i64);
+    let read = |row: &mut Row| -> Result<Option<Stored>, DbError> {
+        let Some(name) = row.get::<Option<String>>(n + 3)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            name,
+            row.get(n + 4)?,
+            row.get(n + 5)?,
+            row.get(n + 6)?,
+            row.get(n + 7)?,
+        )))
+    };
+    let mut thresholds = Vec::new();
+    let mut first_row = None;
+    for mut row in rows {
+        if let Some((name, state, value, node, since)) = read(&mut row).map_err(err)? {
+            thresholds.push(threshold_record(watch, name, &state, value, node, since)?);
+        }
+        first_row.get_or_insert(row);
+    }
+    let Some(mut row) = first_row else {
+        return Ok(None);
+    };
+    let found: bool = row.get(n + 2).map_err(err)?;
+    let current_hash = row.get(n).map_err(err)?;
+    let layout = row.get(n + 1).map_err(err)?;
+    let status = if found {
+        Some(decode_status(status_row(row).map_err(err)?)?)
+    } else {
+        None
+    };
+    Ok(Some(CheckStart {
+        status,
+        current_hash,
+        layout,
+        thresholds,
+    }))
+}
+
 /// A threshold's stored state, decoded.
 fn threshold_record(
     watch: &str,
@@ -515,62 +593,8 @@ impl Store {
     /// repeated; one row without a threshold when it has none).
     pub fn check_start(&self, watch: &str) -> Result<CheckStart, StoreError> {
         let err = |source| watch_error(watch, "read the status of", source);
-        let columns = STATUS_COLUMNS.replace(", ", ", s.");
-        let rows = self
-            .db()
-            .query(
-                &format!(
-                    "SELECT s.{columns}, k.hash, k.layout, s.watch IS NOT NULL,
-                            t.name, t.state, t.value, t.node, t.since
-                     FROM (SELECT (SELECT hash FROM snapshot WHERE watch = ?1
-                                   ORDER BY id DESC LIMIT 1) AS hash,
-                                  (SELECT state FROM layout_state WHERE watch = ?1) AS layout) k
-                     LEFT JOIN watch_status s ON s.watch = ?1
-                     LEFT JOIN threshold_state t ON t.watch = ?1
-                     ORDER BY t.name"
-                ),
-                args![watch],
-            )
-            .map_err(err)?;
-        // The columns after the status's own: counted, not written out, so
-        // a status column added later cannot shift them unnoticed.
-        let n = STATUS_COLUMNS.split(',').count();
-        type Stored = (String, String, Option<f64>, Option<String>, i64);
-        let read = |row: &mut Row| -> Result<Option<Stored>, DbError> {
-            let Some(name) = row.get::<Option<String>>(n + 3)? else {
-                return Ok(None);
-            };
-            Ok(Some((
-                name,
-                row.get(n + 4)?,
-                row.get(n + 5)?,
-                row.get(n + 6)?,
-                row.get(n + 7)?,
-            )))
-        };
-        let mut thresholds = Vec::new();
-        let mut first_row = None;
-        for mut row in rows {
-            if let Some((name, state, value, node, since)) = read(&mut row).map_err(err)? {
-                thresholds.push(threshold_record(watch, name, &state, value, node, since)?);
-            }
-            first_row.get_or_insert(row);
-        }
-        let mut row = first_row.ok_or_else(|| err(DbError::NoRow))?;
-        let found: bool = row.get(n + 2).map_err(err)?;
-        let current_hash = row.get(n).map_err(err)?;
-        let layout = row.get(n + 1).map_err(err)?;
-        let status = if found {
-            Some(decode_status(status_row(row).map_err(err)?)?)
-        } else {
-            None
-        };
-        Ok(CheckStart {
-            status,
-            current_hash,
-            layout,
-            thresholds,
-        })
+        let rows = self.db().query(&CHECK_START, args![watch]).map_err(err)?;
+        check_start_of(watch, rows)?.ok_or_else(|| err(DbError::NoRow))
     }
 
     /// The status of every watch the store has scheduled, by watch id.

@@ -2608,3 +2608,37 @@ fn postgres_request_slots_are_given_back_together_if_their_owner_holds_them() {
     assert_eq!(take(&mut store, "i.example"), Some(0));
     store.give_back_host_slots(&[]).unwrap();
 }
+
+on_both! {
+    fn a_claim_reads_what_its_check_starts_from_only_when_it_takes_the_run(engine: &Engine) {
+        use semclip::store::Claim;
+        let mut store = engine.open();
+        let lease = Duration::from_secs(60);
+        let next = t0() + Duration::from_secs(3600);
+        let mut state = checked("w", t0());
+        state.status.etag = Some("\"v1\"".into());
+        store.record_check("w", t0(), None, &state).unwrap();
+        let (claim, start) = store.claim_and_start("w", "me", t0(), lease).unwrap();
+        assert_eq!(claim, Claim::Mine { rerun_of: None });
+        let start = start.expect("read with the claim");
+        assert_eq!(start, store.check_start("w").unwrap());
+        assert_eq!(start.status.unwrap().etag.as_deref(), Some("\"v1\""));
+        if store.is_sqlite() {
+            // One daemon per file: every claim is its own.
+            return;
+        }
+        // Held by "me": another replica reads nothing.
+        let (claim, start) = store.claim_and_start("w", "other", t0(), lease).unwrap();
+        assert!(matches!(claim, Claim::Held { .. }), "{claim:?}");
+        assert_eq!(start, None);
+        // Recorded with its next run: checked, nothing to read.
+        store.record_check("w", t0(), None, &checked("w", next)).unwrap();
+        let (claim, start) = store.claim_and_start("w", "other", t0(), lease).unwrap();
+        assert_eq!(claim, Claim::Done { next_run: next });
+        assert_eq!(start, None);
+        // Due again: the other replica takes it and reads the newest state.
+        let (claim, start) = store.claim_and_start("w", "other", next, lease).unwrap();
+        assert_eq!(claim, Claim::Mine { rerun_of: None });
+        assert_eq!(start.unwrap().status.unwrap().next_run, Some(next));
+    }
+}
