@@ -42,7 +42,11 @@
 //!   nothing is written, so a single daemon works exactly as before.
 //! - **A row skipped** because another replica is claiming or recording the
 //!   same watch at that instant is looked at again [`BUSY_RETRY`] later.
-//! - **One statement, one round trip per claim** ([`CLAIM`]): the row is
+//! - **One round trip per claim.** The daemon sends, with the claim, the
+//!   read its check starts from, which reads nothing unless the claim took
+//!   the run (`Store::claim_and_start`, in `state.rs`): a check's first two
+//!   round trips became one.
+//! - **One statement per claim** ([`CLAIM`]): the row is
 //!   inserted at a watch's first claim, locked, decided on and updated by
 //!   one statement run on its own (its own transaction). Deciding inside
 //!   one statement is safe because everything decided on is in the locked
@@ -74,8 +78,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::sql::{Db, args};
-use super::state::{CHECK_START_IF_CLAIMED, check_start_of};
-use super::{CheckStart, Engine, Store, StoreError, from_millis, to_millis, watch_error};
+use super::{Engine, Store, StoreError, from_millis, to_millis, watch_error};
 
 /// How soon a watch whose claim row was locked by another replica is
 /// looked at again.
@@ -140,48 +143,11 @@ impl Store {
             .map_err(err)?;
         decide(watch, owner, now, row)
     }
-
-    /// Claims `watch` as [`Store::claim_watch`] does and, when the claim
-    /// is the caller's, reads what its check starts from
-    /// ([`Store::check_start`]). On PostgreSQL the read goes out with the
-    /// claim, in the same round trip, as a statement of its own (so it
-    /// sees the database after the claim, records committed just before
-    /// included), and reads nothing unless the caller now holds the lease.
-    pub fn claim_and_start(
-        &mut self,
-        watch: &str,
-        owner: &str,
-        now: SystemTime,
-        lease: Duration,
-    ) -> Result<(Claim, Option<CheckStart>), StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok((
-                Claim::Mine { rerun_of: None },
-                Some(self.check_start(watch)?),
-            ));
-        }
-        let now_ms = to_millis(now)?;
-        let until_ms = to_millis(now + lease)?;
-        let err = |source| watch_error(watch, "claim", source);
-        let (claim, start) = self
-            .db()
-            .query_both(
-                (CLAIM, args![watch, owner, until_ms, now_ms]),
-                (&CHECK_START_IF_CLAIMED, args![watch, owner, until_ms]),
-            )
-            .map_err(err)?;
-        let claim = decide(watch, owner, now, claim.into_iter().next())?;
-        let start = match claim {
-            Claim::Mine { .. } => check_start_of(watch, start)?,
-            _ => None,
-        };
-        Ok((claim, start))
-    }
 }
 
 /// What a claim's row (none: its row was being inserted by another claim
 /// at that instant) says to the claimant `owner` at `now`.
-fn decide(
+pub(super) fn decide(
     watch: &str,
     owner: &str,
     now: SystemTime,
@@ -438,7 +404,7 @@ impl Store {
 ///   run and a lease, both of which send the claim to the lock; the one
 ///   write that moves a next run earlier, a check request, also wakes
 ///   every replica's scheduler after it commits, whose claims see it.
-const CLAIM: &str = "WITH stored AS (
+pub(super) const CLAIM: &str = "WITH stored AS (
        SELECT (SELECT next_run FROM watch_status WHERE watch = ?1) AS next_run,
               set_config('synchronous_commit', 'off', true) AS config
      ),

@@ -597,6 +597,43 @@ impl Store {
         check_start_of(watch, rows)?.ok_or_else(|| err(DbError::NoRow))
     }
 
+    /// Claims `watch` as [`Store::claim_watch`] does and, when the claim
+    /// is the caller's, reads what its check starts from
+    /// ([`Store::check_start`]). On PostgreSQL the read goes out with the
+    /// claim, in the same round trip, as a statement of its own (so it
+    /// sees the database after the claim, records committed just before
+    /// included), and reads nothing unless the caller now holds the lease.
+    pub fn claim_and_start(
+        &mut self,
+        watch: &str,
+        owner: &str,
+        now: SystemTime,
+        lease: Duration,
+    ) -> Result<(super::Claim, Option<CheckStart>), StoreError> {
+        if matches!(self.engine, super::Engine::Sqlite(_)) {
+            return Ok((
+                super::Claim::Mine { rerun_of: None },
+                Some(self.check_start(watch)?),
+            ));
+        }
+        let now_ms = to_millis(now)?;
+        let until_ms = to_millis(now + lease)?;
+        let err = |source| watch_error(watch, "claim", source);
+        let (claim, start) = self
+            .db()
+            .query_both(
+                (super::claim::CLAIM, args![watch, owner, until_ms, now_ms]),
+                (&CHECK_START_IF_CLAIMED, args![watch, owner, until_ms]),
+            )
+            .map_err(err)?;
+        let claim = super::claim::decide(watch, owner, now, claim.into_iter().next())?;
+        let start = match claim {
+            super::Claim::Mine { .. } => check_start_of(watch, start)?,
+            _ => None,
+        };
+        Ok((claim, start))
+    }
+
     /// The status of every watch the store has scheduled, by watch id.
     pub fn statuses(&self) -> Result<Vec<WatchStatus>, StoreError> {
         let rows = self
