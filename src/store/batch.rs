@@ -165,7 +165,7 @@ const GIVE_BACK: &str = "UPDATE host_slot h SET owner = NULL, lease_until = NULL
 impl Store {
     /// Gives back each of `slots` that its owner still holds, as
     /// [`Store::give_back_host_slot`] does, in one statement (PostgreSQL,
-    /// planned for its arrays as [`Send::Planned`]; SQLite keeps no slots).
+    /// planned for its arrays at each execution; SQLite keeps no slots).
     pub fn give_back_host_slots(&mut self, slots: &[SlotBack]) -> Result<(), StoreError> {
         let Engine::Postgres(conn) = &self.engine else {
             return Ok(());
