@@ -41,8 +41,15 @@ What it does:
   second (wall; the machine is shared, so also per CPU-second of
   PostgreSQL).
 
-Results: a table on stdout and bench/replicas/results.json. CPU-seconds,
-not wall time, are what count on a shared machine.
+Results: a table on stdout and bench/replicas/results.json (each
+statement with its calls, rows, plans, planning and execution times).
+CPU-seconds, not wall time, are what count on a shared machine.
+
+For looking into plans: SEMCLIP_BENCH_PG_OPTIONS adds server options to
+the cluster (`-c ...`; keep pg_stat_statements in shared_preload_libraries
+when setting it, e.g. with auto_explain), and SEMCLIP_BENCH_PG_LOG names a
+file the server's log is copied to before the cluster is removed. Both
+change what PostgreSQL's CPU measures; leave them unset for figures.
 """
 
 import argparse
