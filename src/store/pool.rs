@@ -20,6 +20,11 @@ use crate::store::{CheckRecord, Database, Recorded, SlotBack, Store, StoreError}
 /// The most check records written in one transaction ([`StorePool::record`]).
 pub const MAX_GROUP: usize = 64;
 
+/// The most compressed snapshot bytes in one group (a record over it goes
+/// alone): a group is one message per table, and a few pages near the
+/// store's size limit must not make one of hundreds of megabytes.
+pub const MAX_GROUP_BYTES: usize = 16 << 20;
+
 /// A store call made through the pool failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -267,8 +272,9 @@ impl Writer {
     }
 
     /// The next group (oldest first, each watch once, at most
-    /// [`MAX_GROUP`]); `None`, with the writer marked stopped, when nothing
-    /// waits.
+    /// [`MAX_GROUP`] records and [`MAX_GROUP_BYTES`] of snapshots, the
+    /// first record always); `None`, with the writer marked stopped, when
+    /// nothing waits.
     fn next_group(&self) -> Option<(Vec<CheckRecord>, Vec<Reply>)> {
         let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
         if waiting.records.is_empty() {
@@ -278,10 +284,18 @@ impl Writer {
         let mut watches = HashSet::new();
         let mut later = VecDeque::new();
         let (mut records, mut replies) = (Vec::new(), Vec::new());
+        let mut bytes = 0;
         while records.len() < MAX_GROUP
             && let Some((record, reply)) = waiting.records.pop_front()
         {
+            let more = record.snapshot_bytes();
+            if !records.is_empty() && bytes + more > MAX_GROUP_BYTES {
+                // Over the group's bytes: first in the next group.
+                later.push_back((record, reply));
+                break;
+            }
             if watches.insert(record.watch().to_owned()) {
+                bytes += more;
                 records.push(record);
                 replies.push(reply);
             } else {

@@ -426,6 +426,11 @@ impl CheckRecord {
     pub fn watch(&self) -> &str {
         &self.watch
     }
+
+    /// The bytes of its compressed snapshot, if it stores one.
+    pub fn snapshot_bytes(&self) -> usize {
+        self.snapshot.as_ref().map_or(0, |s| s.compressed.len())
+    }
 }
 
 fn opt_time(ms: Option<i64>) -> Result<Option<SystemTime>, CorruptionCause> {
