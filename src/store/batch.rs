@@ -476,7 +476,7 @@ impl<'a> Rows<'a> {
         }
 
         let mut rest: Vec<Send<'_>> = Vec::new();
-        if stored.is_empty() && self.s_watch.is_empty() {
+        if self.s_watch.is_empty() {
             rest.push(Send::Prepared(&begin, Vec::new()));
         }
         if !e_watch.is_empty() {
@@ -504,43 +504,41 @@ impl<'a> Rows<'a> {
                 ],
             ));
         }
-        if !self.records.is_empty() {
-            let [next_run, last_attempt, last_success] = &self.status_ms;
-            let [
+        let [next_run, last_attempt, last_success] = &self.status_ms;
+        let [
+            etag,
+            last_modified,
+            last_error,
+            evaluated,
+            body_hash,
+            rejected,
+            blocked,
+        ] = &self.status;
+        rest.push(Send::Prepared(
+            &status,
+            vec![
+                &self.status_watch,
+                next_run,
                 etag,
                 last_modified,
+                last_attempt,
+                last_success,
+                &self.failures,
+                &self.alerted,
                 last_error,
                 evaluated,
                 body_hash,
                 rejected,
                 blocked,
-            ] = &self.status;
-            rest.push(Send::Prepared(
-                &status,
-                vec![
-                    &self.status_watch,
-                    next_run,
-                    etag,
-                    last_modified,
-                    last_attempt,
-                    last_success,
-                    &self.failures,
-                    &self.alerted,
-                    last_error,
-                    evaluated,
-                    body_hash,
-                    rejected,
-                    blocked,
-                ],
-            ));
-            rest.push(Send::Planned(
-                CLAIMS,
-                vec![
-                    (&self.c_watch, Type::TEXT_ARRAY),
-                    (next_run, Type::INT8_ARRAY),
-                ],
-            ));
-        }
+            ],
+        ));
+        rest.push(Send::Planned(
+            CLAIMS,
+            vec![
+                (&self.c_watch, Type::TEXT_ARRAY),
+                (next_run, Type::INT8_ARRAY),
+            ],
+        ));
         if !self.l_watch.is_empty() {
             rest.push(Send::Prepared(&layouts, vec![&self.l_watch, &self.l_state]));
         }
