@@ -1,7 +1,10 @@
 //! `semclip init URL [-o FILE]`: fetches a page the way a watch would
 //! (the daemon file's fence, fetch settings and page budget) and writes a
 //! commented starter watch file for it (see [`crate::config::starter`]) to stdout
-//! or to a new file, which `semclip validate` accepts as written.
+//! or to a new file, which `semclip validate` accepts as written. The
+//! page's records (`extract: records`, with the heading above them) are
+//! found on the same parse and offered to the starter, which proposes
+//! them on a list page.
 //!
 //! A path is taken as a file and becomes a `file://` URL; like a `file://`
 //! watch, it must lie under the fence's file roots (by default the
@@ -16,7 +19,12 @@ use url::Url;
 use super::Outcome;
 use crate::cli::InitArgs;
 use crate::config::DaemonConfig;
-use crate::hierarchy::Hierarchy;
+use crate::config::starter::RecordList;
+use crate::extract::{records, vocabulary};
+use crate::hierarchy::number::decimal_style_for_lang;
+use crate::hierarchy::{Hierarchy, assign_ids};
+use crate::page::budget::Budget;
+use crate::page::dom::Dom;
 use crate::page::fetch::{self, Clients, Fetched, HostLimiter, PageRequest};
 use crate::page::source::{self, FetchOptions};
 
@@ -33,8 +41,8 @@ pub async fn run(args: &InitArgs, out: &mut dyn Write) -> anyhow::Result<Outcome
         None => crate::config::daemon_defaults(),
     };
     let url = page_url(&args.url)?;
-    let page = fetch_page(&daemon, &url).await?;
-    let text = crate::config::starter::watch_file(url.as_str(), &page);
+    let (page, list) = fetch_page(&daemon, &url).await?;
+    let text = crate::config::starter::watch_file(url.as_str(), &page, list.as_ref());
     match &args.output {
         None => out.write_all(text.as_bytes())?,
         Some(path) => {
@@ -66,8 +74,11 @@ fn page_url(spec: &str) -> anyhow::Result<Url> {
 }
 
 /// Fetches `url` within the daemon's fence and settings and builds its
-/// hierarchy within the page budget.
-async fn fetch_page(daemon: &DaemonConfig, url: &Url) -> anyhow::Result<Hierarchy> {
+/// hierarchy within the page budget, with the records found on it.
+async fn fetch_page(
+    daemon: &DaemonConfig,
+    url: &Url,
+) -> anyhow::Result<(Hierarchy, Option<RecordList>)> {
     let fence = Arc::new(daemon.fence());
     if url.scheme() == "file" {
         let path = url
@@ -105,11 +116,40 @@ async fn fetch_page(daemon: &DaemonConfig, url: &Url) -> anyhow::Result<Hierarch
     };
     let limits = daemon.limits.page;
     let name = url.to_string();
-    tokio::task::spawn_blocking(move || -> anyhow::Result<Hierarchy> {
+    tokio::task::spawn_blocking(move || -> anyhow::Result<(Hierarchy, Option<RecordList>)> {
         let decoded = source::decode(&page.bytes, page.content_type.as_deref(), page.url.as_ref());
-        Hierarchy::from_html_within(&decoded.text, Some(&name), limits)
-            .with_context(|| format!("{name} cannot be read"))
+        let budget = Budget::new(limits);
+        let dom = Dom::parse_within(&decoded.text, &budget);
+        let cannot = || format!("{name} cannot be read");
+        budget.check().with_context(cannot)?;
+        let hierarchy = crate::hierarchy::build_within(&dom, Some(&name), &budget);
+        budget.check().with_context(cannot)?;
+        let list = record_list(&dom, hierarchy.lang.as_deref());
+        Ok((hierarchy, list))
     })
     .await
     .context("the page worker failed")?
+}
+
+/// The records of the page (`extract: records`) as the starter takes
+/// them, numbers read in the page's language `lang`; `None` when there
+/// are none.
+fn record_list(dom: &Dom, lang: Option<&str>) -> Option<RecordList> {
+    let found = records::extract(dom);
+    if found.records.is_empty() {
+        return None;
+    }
+    let table = vocabulary::records_node(&found, decimal_style_for_lang(lang));
+    let mut page = Hierarchy {
+        title: None,
+        url: None,
+        lang: None,
+        children: vec![table],
+    };
+    assign_ids(&mut page);
+    let table = page.children.pop()?;
+    Some(RecordList {
+        heading: records::heading(dom, &found),
+        table,
+    })
 }

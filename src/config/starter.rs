@@ -3,8 +3,9 @@
 //! Takes hierarchy nodes (or a whole page's hierarchy); gives text in the
 //! watch-file format: a clip snippet for any node, a threshold snippet for
 //! a node with a number (`num`), and a whole commented starter watch file
-//! for a page (`semclip init`), listing its tables as clips and their
-//! numeric columns as candidate thresholds, commented out.
+//! for a page (`semclip init`), listing its data tables as clips (or, on a
+//! list page without data tables, its records as an `extract: records`
+//! clip) and their numeric columns as candidate thresholds, commented out.
 //!
 //! # Guarantees
 //!
@@ -25,6 +26,16 @@
 //!   make the snippet invalid.
 //! - The starter file's thresholds are commented out: a starter that
 //!   alerts on its first check would alert on guesses.
+//! - Navigation tables are left out ([`is_navigation`]): a Wikipedia
+//!   navbox (`v t e`) or a table of links changes with the site, not with
+//!   the data someone watches.
+//! - A list page gets an `extract: records` clip when record extraction
+//!   found a list and the page has no data table of two rows or more: a
+//!   table the page marked up is a sharper clip than the extractor's
+//!   guess, so with one the list is only mentioned in a comment.
+//! - Clip names are short slugs ([`MAX_CLIP_WORDS`] words) of the table's
+//!   caption or the heading above it (the list's heading for records),
+//!   and the whole caption or heading is the clip's `description`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -39,6 +50,26 @@ pub const MAX_COLUMNS: usize = 12;
 
 /// Longest clip or threshold name made from a label.
 const MAX_NAME: usize = 40;
+
+/// Most words of a caption or heading kept in a clip name.
+pub const MAX_CLIP_WORDS: usize = 4;
+
+/// Share of a table's texts that are links from which it is navigation.
+const NAV_LINK_SHARE: f64 = 0.7;
+
+/// Fewest texts in a table before its links make it navigation.
+const NAV_MIN_TEXTS: usize = 4;
+
+/// The records `extract: records` finds on a page, for the starter.
+pub struct RecordList {
+    /// The list's heading on the page
+    /// ([`crate::extract::records::heading`]).
+    pub heading: Option<String>,
+    /// The records as the hierarchy holds them: a `table role="records"`
+    /// ([`crate::extract::vocabulary::records_node`]) with its ids
+    /// assigned as the only child of a page.
+    pub table: HNode,
+}
 
 /// A string as a double-quoted YAML scalar.
 pub fn yaml_string(s: &str) -> String {
@@ -156,7 +187,7 @@ fn numeric_columns(table: &HNode) -> Vec<NumericColumn<'_>> {
 }
 
 /// A name not yet in `taken` (`name`, `name-2`, ...), recorded as taken.
-fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
+pub(crate) fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
     let mut candidate = name.clone();
     let mut n = 2;
     while taken.contains(&candidate) {
@@ -167,13 +198,128 @@ fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
     candidate
 }
 
+/// A clip name from a caption or heading: its first [`MAX_CLIP_WORDS`]
+/// words as a slug, without a dangling `of`, `in`, `the` ... at the end;
+/// empty when nothing ASCII is left.
+pub fn clip_name(title: &str) -> String {
+    let mut words: Vec<&str> = title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(MAX_CLIP_WORDS)
+        .collect();
+    while words.len() > 1
+        && words.last().is_some_and(|w| {
+            matches!(
+                w.to_ascii_lowercase().as_str(),
+                "a" | "an"
+                    | "the"
+                    | "of"
+                    | "in"
+                    | "on"
+                    | "for"
+                    | "to"
+                    | "and"
+                    | "by"
+                    | "at"
+                    | "with"
+                    | "from"
+                    | "or"
+            )
+        })
+    {
+        words.pop();
+    }
+    slug(words)
+}
+
+/// True when a table is navigation, not data: a navbox whose label
+/// starts with its `v t e` (view, talk, edit) links, or a table most of
+/// whose texts ([`NAV_LINK_SHARE`], from [`NAV_MIN_TEXTS`] texts) are
+/// links.
+pub fn is_navigation(table: &HNode) -> bool {
+    if let Some(label) = &table.label {
+        let words: Vec<String> = label
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(3)
+            .map(str::to_lowercase)
+            .collect();
+        if words == ["v", "t", "e"] {
+            return true;
+        }
+    }
+    // Cells and the texts inside them; row keys are not counted, as the
+    // hierarchy keeps no link on a key.
+    let (mut texts, mut links) = (0usize, 0usize);
+    let mut stack: Vec<&HNode> = table.children.iter().collect();
+    while let Some(n) = stack.pop() {
+        if n.text.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+            texts += 1;
+            links += usize::from(n.attr("href").is_some());
+        }
+        stack.extend(n.children.iter());
+    }
+    texts >= NAV_MIN_TEXTS && links as f64 >= NAV_LINK_SHARE * texts as f64
+}
+
+/// The rows of a table.
+fn row_count(table: &HNode) -> usize {
+    table
+        .children
+        .iter()
+        .filter(|r| r.kind == Kind::Row)
+        .count()
+}
+
+/// Writes the candidate thresholds of `table`'s numeric columns to
+/// `candidates`; `xpath` turns a cell's id into the XPath the watch uses.
+fn numeric_candidates(
+    table: &HNode,
+    clip: &str,
+    xpath: &dyn Fn(&HNode) -> String,
+    threshold_names: &mut BTreeSet<String>,
+    candidates: &mut String,
+) {
+    let rows = row_count(table);
+    for column in numeric_columns(table).iter().take(MAX_COLUMNS) {
+        let parts = column.first_key.into_iter().chain([column.col]);
+        let mut tname = slug(parts);
+        if tname.is_empty() {
+            tname = format!("{clip}-value");
+        }
+        let tname = unique(tname, threshold_names);
+        let num = column.first.num.as_deref().unwrap_or("0");
+        let _ = writeln!(
+            candidates,
+            "#   # {}: numeric in {} of {rows} rows; here row {}",
+            one_line(column.col),
+            column.rows,
+            one_line(column.first_key.unwrap_or("?"))
+        );
+        let _ = writeln!(candidates, "#   - name: {tname}");
+        let _ = writeln!(
+            candidates,
+            "#     xpath: {}",
+            yaml_string(&format!("{}/@num", xpath(column.first)))
+        );
+        let _ = writeln!(candidates, "#     above: {num}   # now {num}");
+    }
+}
+
 /// A commented starter watch file for the page at `url` whose hierarchy
-/// is `page`: every table as a clip, and each table's numeric columns as
-/// candidate thresholds, commented out.
-pub fn watch_file(url: &str, page: &Hierarchy) -> String {
+/// is `page`: every table that is not navigation as a clip, named after
+/// its caption or heading, and each table's numeric columns as candidate
+/// thresholds, commented out. `list` is what `extract: records` finds on
+/// the page: proposed as a clip when no table has two rows or more,
+/// mentioned in a comment otherwise.
+pub fn watch_file(url: &str, page: &Hierarchy, list: Option<&RecordList>) -> String {
     let mut out = String::new();
-    let mut found = Vec::new();
-    tables(&page.children, &mut found, &[]);
+    let mut all = Vec::new();
+    tables(&page.children, &mut all, &[]);
+    let navigation = all.iter().filter(|(_, t)| is_navigation(t)).count();
+    let found: Vec<_> = all.into_iter().filter(|(_, t)| !is_navigation(t)).collect();
+    let list = list.filter(|l| row_count(&l.table) > 0);
+    let propose_list = list.is_some() && found.iter().all(|(_, t)| row_count(t) < 2);
     // Writing to a String cannot fail.
     let _ = writeln!(out, "# A starter watch written by `semclip init`.");
     let _ = writeln!(
@@ -192,7 +338,20 @@ pub fn watch_file(url: &str, page: &Hierarchy) -> String {
     }
     let _ = writeln!(out, "schedule: {{every: 10m}}");
     let _ = writeln!(out);
-    if found.is_empty() {
+    if navigation > 0 {
+        let _ = writeln!(
+            out,
+            "# Left out: {navigation} navigation table(s) (mostly links, or `v t e` boxes)."
+        );
+    }
+    if let Some(l) = list.filter(|_| !propose_list) {
+        let _ = writeln!(
+            out,
+            "# The page also holds a list of {} records: `extract: records` makes it a clip.",
+            row_count(&l.table)
+        );
+    }
+    if found.is_empty() && !propose_list {
         let _ = writeln!(
             out,
             "# No tables found. Name clips by XPath; every node's id is its `xpath`:"
@@ -204,13 +363,73 @@ pub fn watch_file(url: &str, page: &Hierarchy) -> String {
     let mut threshold_names = BTreeSet::new();
     let mut candidates = String::new();
     let _ = writeln!(out, "clips:");
-    for (context, table) in found.iter().take(MAX_TABLES) {
-        let name = unique(node_name(table, None), &mut clip_names);
-        let rows = table
-            .children
+    if let Some(l) = list.filter(|_| propose_list) {
+        let title = l.heading.as_deref().map(one_line);
+        let mut name = title.as_deref().map(clip_name).unwrap_or_default();
+        if name.is_empty() {
+            name = "records".to_owned();
+        }
+        let name = unique(name, &mut clip_names);
+        let keycol = l.table.attr("keycol");
+        let mut fields: Vec<&str> = keycol.into_iter().collect();
+        for row in &l.table.children {
+            for c in &row.children {
+                if let Some(col) = c.col.as_deref()
+                    && !fields.contains(&col)
+                {
+                    fields.push(col);
+                }
+            }
+        }
+        let mut shown = fields
             .iter()
-            .filter(|r| r.kind == Kind::Row)
-            .count();
+            .take(MAX_COLUMNS)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if fields.len() > MAX_COLUMNS {
+            let _ = write!(shown, " and {} more", fields.len() - MAX_COLUMNS);
+        }
+        let _ = writeln!(
+            out,
+            "  # {}: a list of {} records, each keyed by its `{}`; fields: {}",
+            title.as_deref().unwrap_or("a list without heading"),
+            row_count(&l.table),
+            one_line(keycol.unwrap_or("?")),
+            one_line(&shown)
+        );
+        let _ = writeln!(out, "  {name}:");
+        let _ = writeln!(out, "    extract: records");
+        if let Some(t) = &title {
+            let _ = writeln!(out, "    description: {}", yaml_string(t));
+        }
+        // The extract clip's table sits at `/page/*[@clip='NAME']` in a
+        // watch, not where the starter's own page put it.
+        let prefix = format!("/page/table[@clip='{name}']");
+        let rewrite = |n: &HNode| match n.xpath.strip_prefix(l.table.xpath.as_str()) {
+            Some(rest) => format!("{prefix}{rest}"),
+            None => n.xpath.clone(),
+        };
+        numeric_candidates(
+            &l.table,
+            &name,
+            &rewrite,
+            &mut threshold_names,
+            &mut candidates,
+        );
+    }
+    for (context, table) in found.iter().take(MAX_TABLES) {
+        let title = table
+            .label
+            .as_deref()
+            .or(context.last().map(String::as_str))
+            .map(one_line);
+        let mut name = title.as_deref().map(clip_name).unwrap_or_default();
+        if name.is_empty() {
+            name = node_name(table, None);
+        }
+        let name = unique(name, &mut clip_names);
+        let rows = row_count(table);
         let mut path: Vec<&str> = context.iter().map(String::as_str).collect();
         if let Some(l) = &table.label {
             path.push(l);
@@ -226,29 +445,16 @@ pub fn watch_file(url: &str, page: &Hierarchy) -> String {
         );
         let _ = writeln!(out, "  {name}:");
         let _ = writeln!(out, "    xpath: {}", yaml_string(&table.xpath));
-        for column in numeric_columns(table).iter().take(MAX_COLUMNS) {
-            let parts = column.first_key.into_iter().chain([column.col]);
-            let mut tname = slug(parts);
-            if tname.is_empty() {
-                tname = format!("{name}-value");
-            }
-            let tname = unique(tname, &mut threshold_names);
-            let num = column.first.num.as_deref().unwrap_or("0");
-            let _ = writeln!(
-                candidates,
-                "#   # {}: numeric in {} of {rows} rows; here row {}",
-                one_line(column.col),
-                column.rows,
-                one_line(column.first_key.unwrap_or("?"))
-            );
-            let _ = writeln!(candidates, "#   - name: {tname}");
-            let _ = writeln!(
-                candidates,
-                "#     xpath: {}",
-                yaml_string(&format!("{}/@num", column.first.xpath))
-            );
-            let _ = writeln!(candidates, "#     above: {num}   # now {num}");
+        if let Some(t) = &title {
+            let _ = writeln!(out, "    description: {}", yaml_string(t));
         }
+        numeric_candidates(
+            table,
+            &name,
+            &|n: &HNode| n.xpath.clone(),
+            &mut threshold_names,
+            &mut candidates,
+        );
     }
     if found.len() > MAX_TABLES {
         let _ = writeln!(
@@ -324,7 +530,7 @@ mod tests {
                     <tr><td>GAZP<td>251,30<td>Gazprom</tr>\
                     <tr><td>SBER<td>300,15<td>Sberbank</tr></table>";
         let h = Hierarchy::from_html(html, None);
-        let file = watch_file("file:///tmp/q.html", &h);
+        let file = watch_file("file:///tmp/q.html", &h, None);
         assert!(file.contains("url: \"file:///tmp/q.html\""), "{file}");
         assert!(
             file.contains("  shares:\n    xpath: \"/page/table"),
@@ -333,5 +539,104 @@ mod tests {
         assert!(file.contains("#   - name: gazp-last"), "{file}");
         assert!(file.contains("/cell[@col='Last']/@num\""), "{file}");
         assert!(!file.contains("name: gazp-name"), "{file}");
+    }
+
+    #[test]
+    fn navigation_tables_are_left_out_and_clips_named_after_captions_or_headings() {
+        let html = "<title>Cities</title>\
+            <h2>Largest urban areas of the country today</h2><table>\
+            <tr><th>City<th>Pop.</tr><tr><td>Auckland<td>1,712,300</tr>\
+            <tr><td>Wellington<td>215,400</tr></table>\
+            <table><caption>v t e Cities of the country</caption>\
+            <tr><td><a href=/a>Auckland</a><td><a href=/w>Wellington</a></tr>\
+            <tr><td><a href=/c>Christchurch</a><td><a href=/h>Hamilton</a></tr></table>\
+            <table><tr><td><a href=/1>Home</a><td><a href=/2>News</a></tr>\
+            <tr><td><a href=/3>Sport</a><td><a href=/4>Weather</a></tr></table>";
+        let h = Hierarchy::from_html(html, None);
+        let file = watch_file("file:///tmp/c.html", &h, None);
+        assert!(file.contains("Left out: 2 navigation table(s)"), "{file}");
+        assert!(
+            file.contains("  largest-urban-areas:\n    xpath: \"/page/"),
+            "{file}"
+        );
+        assert!(
+            file.contains("    description: \"Largest urban areas of the country today\"\n"),
+            "{file}"
+        );
+        assert!(!file.contains("Christchurch"), "{file}");
+        assert_eq!(file.matches("    xpath: ").count(), 1, "{file}");
+        assert_eq!(clip_name("The list of the"), "the-list");
+        assert_eq!(clip_name("Акции"), "");
+    }
+
+    /// A records table as `semclip init` builds it.
+    fn record_list(heading: Option<&str>) -> RecordList {
+        use crate::extract::{Field, Record, Records, vocabulary};
+        let field = |name: &str, text: &str| Field {
+            name: name.into(),
+            text: text.into(),
+            href: None,
+            xpath: "/body[1]".into(),
+        };
+        let records = Records {
+            records: ["Acme", "Globex", "Initech"]
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Record {
+                    fields: vec![field("price", &format!("${i}0")), field("title", c)],
+                    xpaths: vec![format!("/body[1]/div[{}]", i + 1)],
+                })
+                .collect(),
+        };
+        let mut page = Hierarchy {
+            title: None,
+            url: None,
+            lang: None,
+            children: vec![vocabulary::records_node(
+                &records,
+                crate::hierarchy::number::DecimalStyle::Point,
+            )],
+        };
+        crate::hierarchy::assign_ids(&mut page);
+        RecordList {
+            heading: heading.map(str::to_owned),
+            table: page.children.remove(0),
+        }
+    }
+
+    #[test]
+    fn a_list_page_without_data_tables_gets_an_extract_records_clip() {
+        let h = Hierarchy::from_html("<title>Shop</title><p>Hello</p>", None);
+        let list = record_list(Some("Deals of the week"));
+        let file = watch_file("file:///tmp/s.html", &h, Some(&list));
+        assert!(
+            file.contains(
+                "  deals-of-the-week:\n    extract: records\n    description: \"Deals of the week\"\n"
+            ),
+            "{file}"
+        );
+        assert!(
+            file.contains("a list of 3 records, each keyed by its `title`; fields: title, price"),
+            "{file}"
+        );
+        assert!(
+            file.contains("xpath: \"/page/table[@clip='deals-of-the-week']/row[@key='Acme']/cell[@col='price']/@num\""),
+            "{file}"
+        );
+        // Without a heading the clip is `records`.
+        let file = watch_file("file:///tmp/s.html", &h, Some(&record_list(None)));
+        assert!(
+            file.contains("  records:\n    extract: records\n"),
+            "{file}"
+        );
+        // A page with a data table keeps the table as its clip and only
+        // mentions the list.
+        let html = "<table><caption>Shares</caption><tr><th>Ticker<th>Last</tr>\
+                    <tr><td>GAZP<td>251,30</tr><tr><td>SBER<td>300,15</tr></table>";
+        let h = Hierarchy::from_html(html, None);
+        let file = watch_file("file:///tmp/q.html", &h, Some(&list));
+        assert!(!file.contains("extract: records\n"), "{file}");
+        assert!(file.contains("also holds a list of 3 records"), "{file}");
+        assert!(file.contains("  shares:\n"), "{file}");
     }
 }

@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 pub mod article;
+pub mod names;
 pub mod records;
 pub mod region;
 pub mod vocabulary;
@@ -69,8 +70,11 @@ impl Article {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Field {
     /// The field's name, the same for the same field in every record of a
-    /// region (derived from its position and markup, e.g. `title`, `link`,
-    /// `price`, `f3`).
+    /// region, unique within it: what the page says about the field (a
+    /// column header, a `dt`, `aria-label`, `itemprop`, a class token such
+    /// as `price`), else what its texts are (`title`, `date`, `price`,
+    /// `rank`, `link`, `image`), else its position (`f3`); see
+    /// [`records`]. A DEIP region names fields by position only.
     pub name: String,
     /// Its text, whitespace collapsed.
     pub text: String,

@@ -47,7 +47,7 @@
 use html5ever::LocalName;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{Field, Record, Records};
+use super::{Field, Record, Records, names};
 use crate::page::dom::{Dom, NodeData, NodeId};
 use crate::template::cluster::Template;
 use crate::template::minhash::jaccard;
@@ -537,6 +537,135 @@ pub fn extract(dom: &Dom) -> Records {
     records_of(&page, regions(&page, &|_| true))
 }
 
+/// Longest heading (characters) given to a list ([`heading`]).
+pub const MAX_HEADING: usize = 80;
+
+/// Levels above the first record searched for the list's heading.
+const HEADING_LEVELS: usize = 6;
+
+/// Preceding siblings looked at per level for the list's heading.
+const HEADING_SIBLINGS: usize = 6;
+
+/// A preceding sibling holding more text than this is content of its own
+/// (another section), not the list's title block.
+const HEADING_BLOCK_TEXT: usize = 200;
+
+/// The heading a page gives the list whose first record is the first of
+/// `records` (for naming a clip): going up from that record at most
+/// [`HEADING_LEVELS`] levels, the container's `aria-label` or a table's
+/// `<caption>`, else the nearest heading (`h1`-`h6`, `role="heading"`)
+/// among the preceding siblings, itself or inside a short title block
+/// ([`HEADING_BLOCK_TEXT`]). A sibling with more text than that is
+/// another section: the search goes up a level instead. Whitespace
+/// collapsed, cut at [`MAX_HEADING`] characters at a word boundary.
+pub fn heading(dom: &Dom, records: &Records) -> Option<String> {
+    let first = records.records.first()?.xpaths.first()?;
+    let mut cur = resolve_index_xpath(dom, first)?;
+    for _ in 0..HEADING_LEVELS {
+        let parent = dom.parent(cur)?;
+        let kids: Vec<NodeId> = dom
+            .children(parent)
+            .filter(|&c| dom.element(c).is_some())
+            .collect();
+        let at = kids.iter().position(|&k| k == cur).unwrap_or(0);
+        for &sib in kids[..at].iter().rev().take(HEADING_SIBLINGS) {
+            if is_heading(dom, sib) {
+                return cut_heading(&dom.text_content(sib));
+            }
+            let text = dom.text_content(sib);
+            if text.chars().count() > HEADING_BLOCK_TEXT {
+                break;
+            }
+            if let Some(h) = first_heading(dom, sib) {
+                return cut_heading(&dom.text_content(h));
+            }
+        }
+        let el = dom.element(parent)?;
+        if &*el.name == "body" {
+            return None;
+        }
+        if let Some(l) = el.attr("aria-label").and_then(cut_heading) {
+            return Some(l);
+        }
+        if &*el.name == "table"
+            && let Some(c) = dom.child_element(parent, "caption")
+            && let Some(l) = cut_heading(&dom.text_content(c))
+        {
+            return Some(l);
+        }
+        cur = parent;
+    }
+    None
+}
+
+/// An `h1`-`h6` or an element with `role="heading"`.
+fn is_heading(dom: &Dom, n: NodeId) -> bool {
+    dom.element(n).is_some_and(|e| {
+        matches!(&*e.name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+            || e.attr("role") == Some("heading")
+    })
+}
+
+/// The first heading inside `n`, in document order.
+fn first_heading(dom: &Dom, n: NodeId) -> Option<NodeId> {
+    let mut stack: Vec<NodeId> = dom.children(n).collect();
+    stack.reverse();
+    while let Some(c) = stack.pop() {
+        if is_heading(dom, c) {
+            return Some(c);
+        }
+        let mark = stack.len();
+        stack.extend(dom.children(c));
+        stack[mark..].reverse();
+    }
+    None
+}
+
+/// A heading's text, whitespace collapsed and cut at [`MAX_HEADING`]
+/// characters at a word boundary; `None` when empty.
+fn cut_heading(text: &str) -> Option<String> {
+    let text = super::collapse_whitespace(text);
+    if text.is_empty() {
+        return None;
+    }
+    if text.chars().count() <= MAX_HEADING {
+        return Some(text);
+    }
+    let mut out = String::new();
+    for w in text.split(' ') {
+        if out.chars().count() + w.chars().count() + 1 > MAX_HEADING {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    if out.is_empty() {
+        out = text.chars().take(MAX_HEADING).collect();
+    }
+    Some(out)
+}
+
+/// The element an index XPath of this module (`/body[1]/div[3]/li[2]`)
+/// names in `dom`.
+fn resolve_index_xpath(dom: &Dom, xpath: &str) -> Option<NodeId> {
+    let mut steps = xpath.split('/').filter(|s| !s.is_empty());
+    if steps.next()? != "body[1]" {
+        return None;
+    }
+    let mut cur = dom.body()?;
+    for step in steps {
+        let (name, index) = step.strip_suffix(']')?.split_once('[')?;
+        let index: usize = index.parse().ok()?;
+        cur = dom
+            .children(cur)
+            .filter(|&c| dom.element(c).is_some_and(|e| &*e.name == name))
+            .nth(index.checked_sub(1)?)?;
+    }
+    Some(cur)
+}
+
 /// The records of a page of a site whose template was learned: the
 /// single-page method, except that only regions whose records hold data
 /// count. Data is what the template's ne-pattern captures on this page:
@@ -820,7 +949,60 @@ fn is_chrome_word(word: &str) -> bool {
     )
 }
 
-/// One field before naming: its key inside the record and its content.
+/// Where a field's name can come from, strongest evidence first (see
+/// [`name_fields`]); the index into [`RawField::hints`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The column header of the table whose rows are the records (or a
+    /// responsive table's `data-label` on the cell).
+    Header,
+    /// The `dt` before a `dd`, the `th` before a `td` in a row inside the
+    /// record, or a short text ending in a colon (`Price:`) before it.
+    Label,
+    /// `aria-label`, when the same in most records (a label, not content).
+    Aria,
+    /// Microdata's `itemprop` (`price`, `datePublished`).
+    Itemprop,
+    /// A test or field id (`data-testid`, `data-field`, ...).
+    Data,
+    /// The `title` attribute, when the same in most records.
+    Title,
+    /// A class token that reads as a word ([`names::class_name`]).
+    Class,
+}
+
+/// Number of [`Source`]s.
+const SOURCES: usize = 7;
+
+/// Sources in order of evidence.
+const SOURCE_ORDER: [Source; SOURCES] = [
+    Source::Header,
+    Source::Label,
+    Source::Aria,
+    Source::Itemprop,
+    Source::Data,
+    Source::Title,
+    Source::Class,
+];
+
+/// `data-*` attributes holding a label written for people (responsive
+/// tables repeat the column header on each cell).
+const DATA_LABEL_ATTRS: [&str; 4] = ["data-label", "data-th", "data-column", "data-header"];
+
+/// `data-*` attributes holding a field or test id (`product-price`).
+const DATA_TOKEN_ATTRS: [&str; 8] = [
+    "data-field",
+    "data-testid",
+    "data-test-id",
+    "data-test",
+    "data-qa",
+    "data-cy",
+    "data-automation-id",
+    "data-e2e",
+];
+
+/// One field before naming: its key inside the record, its content and
+/// what the page says about it.
 struct RawField {
     key: String,
     text: String,
@@ -828,21 +1010,38 @@ struct RawField {
     xpath: String,
     is_link: bool,
     is_img: bool,
+    /// Inside a `<time>` element.
+    in_time: bool,
+    /// A term (`dt`, a row's `th`) or a colon label naming the text after
+    /// it: dropped from the record when its key is a label in most records
+    /// (see [`name_fields`]).
+    is_label: bool,
+    /// Candidate names, indexed by [`Source`].
+    hints: [Option<String>; SOURCES],
 }
 
 /// The records of one region (one root element each), with named fields;
 /// each paired with its first element's pre-order index for sorting.
 fn make_records(page: &Page<'_>, roots: &[u32]) -> Vec<(u32, Record)> {
-    let raw: Vec<Vec<RawField>> = roots.iter().map(|&r| raw_fields(page, r)).collect();
-    let names = name_fields(&raw);
+    let headers = column_headers(page, roots);
+    let raw: Vec<Vec<RawField>> = roots
+        .iter()
+        .map(|&r| raw_fields(page, r, &headers))
+        .collect();
+    let naming = name_fields(&raw);
     roots
         .iter()
         .zip(raw)
         .map(|(&r, fields)| {
             let fields = fields
                 .into_iter()
+                .filter(|f| !naming.labels.contains(&f.key))
                 .map(|f| Field {
-                    name: names.get(&f.key).cloned().unwrap_or_else(|| f.key.clone()),
+                    name: naming
+                        .names
+                        .get(&f.key)
+                        .cloned()
+                        .unwrap_or_else(|| f.key.clone()),
                     text: f.text,
                     href: f.href,
                     xpath: f.xpath,
@@ -859,14 +1058,163 @@ fn make_records(page: &Page<'_>, roots: &[u32]) -> Vec<(u32, Record)> {
         .collect()
 }
 
+/// Widest `colspan` believed (HTML's own limit is 1000).
+const MAX_COLSPAN: usize = 1000;
+
+/// The cells of row `tr` with the column each starts at (`colspan`s
+/// counted; `rowspan`s from rows above are not: a header is then off by
+/// the spanned columns, the same as a reader of that row's markup alone).
+fn cell_columns(page: &Page<'_>, tr: u32) -> Vec<(u32, usize)> {
+    let mut col = 0usize;
+    let mut out = Vec::new();
+    for &c in &page.els[tr as usize].children {
+        let e = &page.els[c as usize];
+        if !matches!(&*e.tag, "td" | "th") {
+            continue;
+        }
+        out.push((c, col));
+        let span = page
+            .dom
+            .element(e.dom)
+            .and_then(|el| el.attr("colspan"))
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(1)
+            .clamp(1, MAX_COLSPAN);
+        col = col.saturating_add(span);
+    }
+    out
+}
+
+/// When the records are rows of a table: the header of each column
+/// (by start column), read from the table's header row: the last row of
+/// its `<thead>`, else its first row, when most of that row's cells are
+/// `th` and it is not itself a record.
+fn column_headers(page: &Page<'_>, roots: &[u32]) -> FxHashMap<usize, String> {
+    let mut out = FxHashMap::default();
+    let Some(&first) = roots.first() else {
+        return out;
+    };
+    if &*page.els[first as usize].tag != "tr" {
+        return out;
+    }
+    let tag = |i: u32| -> &str { &page.els[i as usize].tag };
+    let mut table = page.els[first as usize].parent;
+    if table != NONE && matches!(tag(table), "tbody" | "thead" | "tfoot") {
+        table = page.els[table as usize].parent;
+    }
+    if table == NONE || tag(table) != "table" {
+        return out;
+    }
+    let rows_of = |sec: u32| {
+        page.els[sec as usize]
+            .children
+            .iter()
+            .copied()
+            .filter(|&r| tag(r) == "tr")
+            .collect::<Vec<u32>>()
+    };
+    let children = &page.els[table as usize].children;
+    let header = children
+        .iter()
+        .find(|&&c| tag(c) == "thead")
+        .and_then(|&thead| rows_of(thead).last().copied())
+        .or_else(|| {
+            children.iter().find_map(|&c| match tag(c) {
+                "tr" => Some(c),
+                "tbody" => rows_of(c).first().copied(),
+                _ => None,
+            })
+        });
+    let Some(header) = header.filter(|h| !roots.contains(h)) else {
+        return out;
+    };
+    let cells = cell_columns(page, header);
+    let th = cells.iter().filter(|&&(c, _)| tag(c) == "th").count();
+    if th == 0 || th * 2 < cells.len() {
+        return out;
+    }
+    for (c, col) in cells {
+        if let Some(name) = names::label_name(&page.dom.text_content(page.els[c as usize].dom)) {
+            out.insert(col, name);
+        }
+    }
+    out
+}
+
+/// The candidate names an element's own attributes give, filling the
+/// sources of `hints` still empty (an element nearer the field came first).
+fn attribute_hints(el: &crate::page::dom::Element, hints: &mut [Option<String>; SOURCES]) {
+    let mut fill = |s: Source, v: Option<String>| {
+        if hints[s as usize].is_none() {
+            hints[s as usize] = v;
+        }
+    };
+    fill(
+        Source::Aria,
+        el.attr("aria-label").and_then(names::label_name),
+    );
+    fill(
+        Source::Itemprop,
+        el.attr("itemprop").and_then(names::property_name),
+    );
+    let data = DATA_LABEL_ATTRS
+        .iter()
+        .find_map(|a| el.attr(a).and_then(names::label_name));
+    fill(Source::Header, data);
+    let token = DATA_TOKEN_ATTRS
+        .iter()
+        .find_map(|a| el.attr(a).and_then(names::token_name));
+    fill(Source::Data, token);
+    fill(Source::Title, el.attr("title").and_then(names::label_name));
+    fill(Source::Class, el.attr("class").and_then(names::class_name));
+}
+
 /// The text leaves and images of record `root` in document order: one
 /// field per element with its own text (its direct text nodes joined), one
-/// per image. A field inside a link carries the link's `href`.
-fn raw_fields(page: &Page<'_>, root: u32) -> Vec<RawField> {
+/// per image. A field inside a link carries the link's `href`. `headers`
+/// are the column headers when the records are table rows
+/// ([`column_headers`]).
+///
+/// Each field also gets what the page says about it: the header of its
+/// column, the term or colon label before it, and the attributes of its
+/// element and of the ancestors (below the record) that hold nothing but
+/// it (the same text leaves and images): a `<div class="price"><span>`
+/// names the span's text, a `<div class="meta">` around a date and an
+/// author names neither.
+fn raw_fields(page: &Page<'_>, root: u32, headers: &FxHashMap<usize, String>) -> Vec<RawField> {
+    let end = (root as usize + page.els[root as usize].elems as usize).min(page.els.len());
+    // Terms and what they define: `dt` -> `dd`, and `th` -> `td` in a row
+    // inside the record (not the record's own row: its `th`s are data).
+    let mut last_term: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut term_of: FxHashMap<u32, u32> = FxHashMap::default();
+    for i in root as usize + 1..end {
+        let e = &page.els[i];
+        let p = e.parent;
+        let in_row = p != root && p != NONE && &*page.els[p as usize].tag == "tr";
+        match &*e.tag {
+            "dt" => {
+                last_term.insert(p, i as u32);
+            }
+            "th" if in_row => {
+                last_term.insert(p, i as u32);
+            }
+            "dd" | "td" if &*e.tag == "dd" || in_row => {
+                if let Some(&t) = last_term.get(&p) {
+                    term_of.insert(i as u32, t);
+                }
+            }
+            _ => {}
+        }
+    }
+    let used_terms: FxHashSet<u32> = term_of.values().copied().collect();
+    let cell_col: FxHashMap<u32, usize> = if headers.is_empty() {
+        FxHashMap::default()
+    } else {
+        cell_columns(page, root).into_iter().collect()
+    };
     let mut out = Vec::new();
     let mut seen: FxHashMap<String, u32> = FxHashMap::default();
-    let end = root as usize + page.els[root as usize].elems as usize;
-    for i in root as usize..end.min(page.els.len()) {
+    for i in root as usize..end {
         let e = &page.els[i];
         let el = page.dom.element(e.dom);
         let is_img = &*e.tag == "img";
@@ -891,19 +1239,44 @@ fn raw_fields(page: &Page<'_>, root: u32) -> Vec<RawField> {
         if text.is_empty() && !is_img {
             continue;
         }
-        // The nearest link at or above this element inside the record.
+        // Up from the element to the record: the nearest link, what the
+        // ancestors holding only this field say, its term and its column.
         let mut link = None;
+        let mut hints: [Option<String>; SOURCES] = Default::default();
+        let mut in_time = false;
+        let mut is_label = false;
+        let mut near = true;
         let mut cur = i as u32;
         loop {
             let ce = &page.els[cur as usize];
-            if &*ce.tag == "a"
-                && let Some(h) = page.dom.element(ce.dom).and_then(|x| x.attr("href"))
+            let cel = page.dom.element(ce.dom);
+            if link.is_none()
+                && &*ce.tag == "a"
+                && let Some(h) = cel.and_then(|x| x.attr("href"))
             {
                 link = Some(h.to_owned());
-                break;
             }
             if cur == root || ce.parent == NONE {
                 break;
+            }
+            near &= ce.leaves == e.leaves && ce.imgs == e.imgs;
+            if near {
+                in_time |= &*ce.tag == "time";
+                if let Some(cel) = cel {
+                    attribute_hints(cel, &mut hints);
+                }
+            }
+            if hints[Source::Label as usize].is_none()
+                && let Some(&t) = term_of.get(&cur)
+            {
+                let term = page.dom.text_content(page.els[t as usize].dom);
+                hints[Source::Label as usize] = names::label_name(&term);
+            }
+            is_label |= used_terms.contains(&cur);
+            if ce.parent == root
+                && let Some(h) = cell_col.get(&cur).and_then(|c| headers.get(c))
+            {
+                hints[Source::Header as usize] = Some(h.clone());
             }
             cur = ce.parent;
         }
@@ -925,7 +1298,22 @@ fn raw_fields(page: &Page<'_>, root: u32) -> Vec<RawField> {
             xpath: page.xpath(i as u32),
             is_link: link.is_some(),
             is_img,
+            in_time,
+            is_label,
+            hints,
         });
+    }
+    // A short text ending in a colon labels the field after it.
+    for k in 1..out.len() {
+        let (before, after) = out.split_at_mut(k);
+        let (label, next) = (&mut before[k - 1], &mut after[0]);
+        if !label.is_img && !label.is_label && names::is_colon_label(&label.text) {
+            label.is_label = true;
+            let slot = &mut next.hints[Source::Label as usize];
+            if slot.is_none() {
+                *slot = names::label_name(&label.text);
+            }
+        }
     }
     out
 }
@@ -956,91 +1344,223 @@ fn relative_path(page: &Page<'_>, root: u32, i: u32) -> String {
     key
 }
 
+/// The names of a region's field keys, and the keys that are labels.
+struct Naming {
+    /// Field key -> name.
+    names: FxHashMap<String, String>,
+    /// Keys of terms and colon labels whose text named the field after
+    /// them: left out of the records (their text is now the name).
+    labels: FxHashSet<String>,
+}
+
+/// What one field key is over a region's records.
+#[derive(Default)]
+struct KeyStats<'a> {
+    /// Records holding it.
+    seen: usize,
+    /// Candidate names: (source, name).
+    votes: Vec<(u8, &'a str)>,
+    links: usize,
+    imgs: usize,
+    in_time: usize,
+    labels: usize,
+    label_texts: Vec<&'a str>,
+    prices: usize,
+    dates: usize,
+    times: usize,
+    words: usize,
+    /// (record, number) where the text is an ordinal (`3`, `#3`, `3.`).
+    ordinals: Vec<(usize, i64)>,
+}
+
+/// Most common value in `values` and its count (ties: the smallest value).
+fn most_common<'a>(values: &mut [&'a str]) -> Option<(&'a str, usize)> {
+    values.sort_unstable();
+    let mut best: Option<(&str, usize)> = None;
+    let mut i = 0;
+    while i < values.len() {
+        let mut j = i;
+        while j < values.len() && values[j] == values[i] {
+            j += 1;
+        }
+        if best.is_none_or(|(_, n)| j - i > n) {
+            best = Some((values[i], j - i));
+        }
+        i = j;
+    }
+    best
+}
+
+/// Mean words per record from which a field is prose (`text`).
+const PROSE_WORDS: usize = 6;
+
 /// Names the fields of one region, the same name for the same key in every
 /// record. A field's key is its tag path inside the record and its first
 /// class name (`div/h3/a.title`, `.` for text of the record element
-/// itself), `#2`, `#3` ... appended for repeats inside one record; the
-/// names are `title` for the key that most often holds the record's first
-/// linked text, `price` for a key whose texts mostly look like prices,
-/// `image` for the first image key, then `f1`, `f2` ... in order of first
-/// appearance.
+/// itself), `#2`, `#3` ... appended for repeats inside one record.
 ///
-/// Linear in the number of fields (sets and maps, no list searches): a
-/// table row of 100,000 cells is one record of 100,000 keys.
-fn name_fields(records: &[Vec<RawField>]) -> FxHashMap<String, String> {
+/// A key's name is, in order of evidence:
+///
+/// 1. what the page says about it ([`Source`], strongest first): the one
+///    candidate of a source that more than half of the key's fields carry
+///    (an `aria-label` or `title` must also repeat in two records: one
+///    that differs in every record is content, not a label);
+/// 2. what its texts are: `image` for images, `title` for the key that
+///    most often holds the record's first linked text, `date` inside
+///    `<time>` or for dates, `price`, `time`, `rank` for a run of
+///    ordinals counting up from record to record, `link` for other links,
+///    `text` for prose (at least [`PROSE_WORDS`] words on average);
+/// 3. `f1`, `f2` ... in order of first appearance, as a last resort.
+///
+/// Names are unique in the region: a repeated one gets `-2`, `-3` ... in
+/// order of first appearance (evidence names before typed ones), so a page
+/// gives the same names on every check. A key whose fields are mostly
+/// terms or colon labels of one constant text is a label: its text names
+/// the field after it and the key itself is left out.
+///
+/// Linear in the number of fields, but for sorting each key's candidate
+/// names: a table row of 100,000 cells is one record of 100,000 keys.
+fn name_fields(records: &[Vec<RawField>]) -> Naming {
     let mut order: Vec<&str> = Vec::new();
-    let mut position: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut stats: Vec<KeyStats<'_>> = Vec::new();
     let mut first_link: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut price: FxHashMap<&str, (usize, usize)> = FxHashMap::default();
-    let mut images: Vec<&str> = Vec::new();
-    for fields in records {
+    for (r, fields) in records.iter().enumerate() {
         if let Some(f) = fields
             .iter()
-            .find(|f| f.is_link && !f.is_img && !f.text.is_empty())
+            .find(|f| f.is_link && !f.is_img && !f.is_label && !f.text.is_empty())
         {
             *first_link.entry(&f.key).or_insert(0) += 1;
         }
         for f in fields {
-            if !position.contains_key(f.key.as_str()) {
-                position.insert(&f.key, order.len());
+            let k = *index.entry(&f.key).or_insert_with(|| {
                 order.push(&f.key);
+                stats.push(KeyStats::default());
+                stats.len() - 1
+            });
+            let s = &mut stats[k];
+            s.seen += 1;
+            for (source, hint) in f.hints.iter().enumerate() {
+                if let Some(h) = hint {
+                    s.votes.push((source as u8, h));
+                }
             }
-            if f.is_img && images.is_empty() {
-                images.push(&f.key);
+            s.links += usize::from(f.is_link && !f.is_img);
+            s.imgs += usize::from(f.is_img);
+            s.in_time += usize::from(f.in_time);
+            if f.is_label {
+                s.labels += 1;
+                s.label_texts.push(&f.text);
             }
-            let p = price.entry(&f.key).or_insert((0, 0));
-            p.1 += 1;
-            if looks_like_price(&f.text) {
-                p.0 += 1;
+            s.prices += usize::from(names::looks_like_price(&f.text));
+            s.dates += usize::from(names::looks_like_date(&f.text));
+            s.times += usize::from(names::looks_like_time(&f.text));
+            s.words += f.text.split_whitespace().count();
+            if let Some(n) = names::ordinal(&f.text) {
+                s.ordinals.push((r, n));
             }
         }
     }
-    let mut names: FxHashMap<String, String> = FxHashMap::default();
+    let majority = |n: usize, of: usize| n * 2 > of;
+    let mut naming = Naming {
+        names: FxHashMap::default(),
+        labels: FxHashSet::default(),
+    };
+    for (k, s) in order.iter().zip(stats.iter_mut()) {
+        let constant = most_common(&mut s.label_texts).is_some_and(|(_, n)| majority(n, s.seen));
+        if majority(s.labels, s.seen) && constant {
+            naming.labels.insert((*k).to_owned());
+        }
+    }
+    let mut taken = std::collections::BTreeSet::new();
+    let mut take = |name: &str| crate::config::starter::unique(name.to_owned(), &mut taken);
+    // 1. What the page says.
+    for (k, s) in order.iter().zip(stats.iter_mut()) {
+        if naming.labels.contains(*k) {
+            continue;
+        }
+        s.votes.sort_unstable();
+        let chosen = SOURCE_ORDER.iter().find_map(|&source| {
+            let mut values: Vec<&str> = s
+                .votes
+                .iter()
+                .filter(|(v, _)| *v == source as u8)
+                .map(|&(_, h)| h)
+                .collect();
+            let (name, n) = most_common(&mut values)?;
+            let repeats = !matches!(source, Source::Aria | Source::Title) || n >= 2;
+            (majority(n, s.seen) && repeats).then_some(name)
+        });
+        if let Some(name) = chosen {
+            let name = take(name);
+            naming.names.insert((*k).to_owned(), name);
+        }
+    }
+    // 2. What the texts are.
     let title = first_link
         .iter()
-        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(position.get(**k).copied())))
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(index.get(**k).copied())))
         .filter(|(_, n)| **n * 2 >= records.len())
         .map(|(k, _)| *k);
-    if let Some(t) = title {
-        names.insert(t.to_owned(), "title".to_owned());
-    }
-    let price_key = order
-        .iter()
-        .find(|k| {
-            Some(**k) != title
-                && price
-                    .get(**k)
-                    .is_some_and(|&(hits, total)| hits * 2 > total && hits * 2 >= records.len())
-        })
-        .copied();
-    if let Some(p) = price_key {
-        names.insert(p.to_owned(), "price".to_owned());
-    }
-    if let Some(img) = images.first() {
-        names
-            .entry((*img).to_owned())
-            .or_insert_with(|| "image".to_owned());
-    }
-    let mut n = 0;
-    for k in order {
-        if !names.contains_key(k) {
-            n += 1;
-            names.insert(k.to_owned(), format!("f{n}"));
+    for (k, s) in order.iter().zip(stats.iter()) {
+        if naming.labels.contains(*k) || naming.names.contains_key(*k) {
+            continue;
+        }
+        let typed = if majority(s.imgs, s.seen) {
+            Some("image")
+        } else if Some(*k) == title {
+            Some("title")
+        } else if majority(s.in_time, s.seen) {
+            Some(if majority(s.times, s.seen) {
+                "time"
+            } else {
+                "date"
+            })
+        } else if majority(s.prices, s.seen) {
+            Some("price")
+        } else if majority(s.dates, s.seen) {
+            Some("date")
+        } else if majority(s.times, s.seen) {
+            Some("time")
+        } else if is_rank(s) {
+            Some("rank")
+        } else if majority(s.links, s.seen) {
+            Some("link")
+        } else if s.words >= PROSE_WORDS * s.seen {
+            Some("text")
+        } else {
+            None
+        };
+        if let Some(t) = typed {
+            let name = take(t);
+            naming.names.insert((*k).to_owned(), name);
         }
     }
-    names
+    // 3. Positions.
+    let mut n = 0;
+    for k in order {
+        if !naming.labels.contains(k) && !naming.names.contains_key(k) {
+            n += 1;
+            let name = take(&format!("f{n}"));
+            naming.names.insert(k.to_owned(), name);
+        }
+    }
+    naming
 }
 
-/// A short text holding a currency sign or code next to a number.
-fn looks_like_price(text: &str) -> bool {
-    if text.chars().count() > 40 || !text.chars().any(|c| c.is_ascii_digit()) {
+/// True when a key's texts are mostly ordinals counting up by one from a
+/// record to the next (`1.`, `2.`, `3.`): a rank.
+fn is_rank(s: &KeyStats<'_>) -> bool {
+    let n = s.ordinals.len();
+    if n < MIN_RECORDS || n * 2 <= s.seen {
         return false;
     }
-    text.chars()
-        .any(|c| matches!(c, '$' | '€' | '£' | '¥' | '₩' | '₹' | '₽'))
-        || ["USD", "EUR", "GBP", "JPY"]
-            .iter()
-            .any(|c| text.contains(c))
+    let steps = s
+        .ordinals
+        .windows(2)
+        .filter(|w| w[1].0 == w[0].0 + 1 && w[1].1 == w[0].1 + 1)
+        .count();
+    steps * 5 >= (n - 1) * 4
 }
 
 #[cfg(test)]
@@ -1148,7 +1668,7 @@ mod tests {
         let prices: Vec<&str> = r
             .records
             .iter()
-            .map(|rec| field(rec, "price").text.as_str())
+            .map(|rec| field(rec, "Price").text.as_str())
             .collect();
         assert_eq!(
             prices,
@@ -1156,9 +1676,12 @@ mod tests {
         );
         assert_eq!(field(&r.records[2], "title").text, "details");
         assert_eq!(field(&r.records[2], "title").href.as_deref(), Some("/p/3"));
-        assert_eq!(field(&r.records[3], "f1").text, "Leather armchair");
+        // Named by their column headers; the header-less link column by
+        // what it is.
+        assert_eq!(names(&r.records[0]), ["Item", "Price", "title"]);
+        assert_eq!(field(&r.records[3], "Item").text, "Leather armchair");
         assert_eq!(
-            field(&r.records[3], "f1").xpath,
+            field(&r.records[3], "Item").xpath,
             "/body[1]/table[1]/tbody[1]/tr[4]/td[1]"
         );
     }
@@ -1220,7 +1743,8 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         for rec in &r.records {
-            assert_eq!(names(rec), ["title", "price", "f1"]);
+            // The description is prose: `text`.
+            assert_eq!(names(rec), ["title", "price", "text"]);
         }
         assert_eq!(field(&r.records[1], "title").text, "MacBook Air 13");
         assert_eq!(field(&r.records[1], "title").href.as_deref(), Some("/p/1"));
@@ -1355,6 +1879,247 @@ mod tests {
         // Two similar siblings are not enough evidence of a list.
         let two = "<div><div><b>Alpha</b> first entry text</div><div><b>Beta</b> second entry text</div></div>";
         assert!(records(two).records.is_empty());
+    }
+
+    /// The names of the first record's fields, and the row keys and
+    /// `keycol` the records get in the hierarchy.
+    fn named(html: &str) -> (Vec<String>, Vec<String>, Option<String>) {
+        let r = records(html);
+        let first = r
+            .records
+            .first()
+            .map(|rec| names(rec).into_iter().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let node = super::super::vocabulary::records_node(
+            &r,
+            crate::hierarchy::number::DecimalStyle::Point,
+        );
+        let keys = node
+            .children
+            .iter()
+            .map(|row| row.key.clone().unwrap_or_default())
+            .collect();
+        (first, keys, node.attr("keycol").map(str::to_owned))
+    }
+
+    #[test]
+    fn quote_fields_are_named_by_class_label_and_content() {
+        let r = records(QUOTES);
+        // `small.author` by its class; the quote is prose (`text`: the
+        // class says only how it looks); `Tags:` labels the first tag and
+        // is dropped; the other tags by their class; "by" says nothing.
+        assert_eq!(
+            names(&r.records[0]),
+            ["text", "f1", "author", "title", "Tags", "tag"]
+        );
+        assert!(r.records[0].fields.iter().all(|f| f.text != "Tags:"));
+        assert_eq!(field(&r.records[2], "author").text, "Albert Einstein");
+    }
+
+    #[test]
+    fn dt_and_dd_name_the_definitions_and_the_terms_drop_out() {
+        let items: String = [
+            ("Rust in Action", "$39.99", "2021-08-10"),
+            ("Zero to Production", "$45.00", "2022-03-01"),
+            ("Programming Rust", "$59.99", "2021-06-15"),
+            ("The Rust Book", "$29.99", "2019-08-12"),
+        ]
+        .iter()
+        .map(|(t, p, d)| {
+            format!(
+                r#"<div class="book"><h3>{t}</h3><dl><dt>List price</dt><dd>{p}</dd><dt>Published:</dt><dd>{d}</dd></dl></div>"#
+            )
+        })
+        .collect();
+        let (first, keys, keycol) = named(&format!("<html><body><div>{items}</div></body></html>"));
+        assert_eq!(first, ["f1", "List price", "Published"]);
+        assert_eq!(keycol.as_deref(), Some("f1"));
+        assert_eq!(keys[1], "Zero to Production");
+        // A row's th names its td inside a record the same way.
+        let rows: String = ["Alpha", "Beta", "Gamma", "Delta"]
+            .iter()
+            .map(|n| {
+                format!(
+                    r#"<li><b>Server {n}</b><table><tr><th>Uptime</th><td>99.9%</td></tr><tr><th>Region</th><td>eu-west-1</td></tr></table></li>"#
+                )
+            })
+            .collect();
+        let (first, ..) = named(&format!("<html><body><ul>{rows}</ul></body></html>"));
+        assert_eq!(first, ["f1", "Uptime", "Region"]);
+    }
+
+    #[test]
+    fn itemprop_aria_label_data_and_title_attributes_name_fields() {
+        let items: String = (1..=4)
+            .map(|i| {
+                format!(
+                    r#"<article itemscope><h2 itemprop="name">Widget model {i}</h2>
+                    <span itemprop="datePublished">Released in spring</span>
+                    <span aria-label="Stock level">{i}0 left</span>
+                    <span aria-label="Widget model {i} colour">Blue {i}</span>
+                    <span data-testid="shipping-info">Ships in {i} days</span>
+                    <span title="Warehouse">Depot {i}</span></article>"#
+                )
+            })
+            .collect();
+        let (first, keys, keycol) =
+            named(&format!("<html><body><main>{items}</main></body></html>"));
+        // An aria-label that differs in every record is content, not a
+        // name: that span falls through to its position.
+        assert_eq!(
+            first,
+            [
+                "name",
+                "date-published",
+                "Stock level",
+                "f1",
+                "shipping-info",
+                "Warehouse"
+            ]
+        );
+        assert_eq!(keycol.as_deref(), Some("name"));
+        assert_eq!(keys[3], "Widget model 4");
+    }
+
+    #[test]
+    fn class_tokens_name_fields_when_they_read_as_words() {
+        let items: String = [
+            ("Walnut desk", "$349", "Oak"),
+            ("Pine shelf", "$89", "Pine"),
+            ("Brass lamp", "$59", "Brass"),
+            ("Leather chair", "$899", "Leather"),
+        ]
+        .iter()
+        .map(|(t, p, m)| {
+            format!(
+                r#"<div class="product-card col-md-3"><div class="product-card__title css-1x2y3"><span>{t}</span></div>
+                <div class="mt-2 product-card__price--sale"><span class="css-9k8j7">{p}</span></div>
+                <div class="flex px-4"><span class="sc-bdVaJa">{m}</span></div></div>"#
+            )
+        })
+        .collect();
+        let (first, keys, keycol) = named(&format!("<html><body><div>{items}</div></body></html>"));
+        // BEM element names kept; the hashed and utility classes name
+        // nothing, so the material falls back to its position.
+        assert_eq!(first, ["title", "price", "f1"]);
+        assert_eq!(keycol.as_deref(), Some("title"));
+        assert_eq!(
+            keys,
+            ["Walnut desk", "Pine shelf", "Brass lamp", "Leather chair"]
+        );
+    }
+
+    #[test]
+    fn dates_prices_and_times_are_typed_by_their_texts() {
+        let items: String = [
+            ("Rust 1.80 released", "2024-07-25", "10:00", "$0"),
+            ("Rust 1.81 released", "Sep 5, 2024", "11:30", "$0"),
+            ("Rust 1.82 released", "3 days ago", "09:15", "$0"),
+            ("Rust 1.83 released", "yesterday", "14:45", "$0"),
+        ]
+        .iter()
+        .map(|(t, d, h, p)| format!(r#"<li><b>{t}</b> <i>{d}</i> <u>{h}</u> <s>{p}</s></li>"#))
+        .collect();
+        let (first, ..) = named(&format!("<html><body><ul>{items}</ul></body></html>"));
+        assert_eq!(first, ["f1", "date", "time", "price"]);
+    }
+
+    #[test]
+    fn a_ranked_list_is_keyed_by_name_not_rank() {
+        let items: String = ["Acme", "Globex", "Initech", "Umbrella", "Hooli"]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    r#"<tr><td>{}.</td><td><a href="/c/{c}">{c} Corporation</a></td><td>{} bn</td></tr>"#,
+                    i + 1,
+                    500 - i * 40
+                )
+            })
+            .collect();
+        let (first, keys, keycol) = named(&format!(
+            "<html><body><table><tr><th>#</th><th>Company</th><th>Revenue</th></tr>{items}</table></body></html>"
+        ));
+        // `#` is not a name: the ordinals are typed `rank`.
+        assert_eq!(first, ["rank", "Company", "Revenue"]);
+        assert_eq!(keycol.as_deref(), Some("Company"));
+        assert_eq!(keys[2], "Initech Corporation");
+        // Without headers the ordinal column is typed `rank` and still
+        // does not key the rows.
+        let items: String = ["Acme", "Globex", "Initech", "Umbrella", "Hooli"]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    r#"<li><span>{}</span> <a href="/c/{c}">{c} Corporation</a> <em>{} points</em></li>"#,
+                    i + 1,
+                    500 - i * 40
+                )
+            })
+            .collect();
+        let (first, keys, keycol) = named(&format!("<html><body><ol>{items}</ol></body></html>"));
+        assert_eq!(first, ["rank", "title", "f1"]);
+        assert_eq!(keycol.as_deref(), Some("title"));
+        assert_eq!(keys[0], "Acme Corporation");
+    }
+
+    #[test]
+    fn a_list_opening_with_an_image_or_a_price_is_keyed_by_its_title() {
+        let items: String = [
+            ("Walnut writing desk", "$349"),
+            ("Oak bookcase", "$219"),
+            ("Reading lamp", "$59"),
+            ("Leather armchair", "$899"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (t, p))| {
+            format!(
+                r#"<div><img src="/i/{i}.jpg" alt="Photo"><span>{p}</span><h3><a href="/p/{i}">{t}</a></h3></div>"#
+            )
+        })
+        .collect();
+        let html = format!("<html><body><section>{items}</section></body></html>");
+        let (first, keys, keycol) = named(&html);
+        assert_eq!(first, ["image", "price", "title"]);
+        assert_eq!(keycol.as_deref(), Some("title"));
+        assert_eq!(
+            keys,
+            [
+                "Walnut writing desk",
+                "Oak bookcase",
+                "Reading lamp",
+                "Leather armchair"
+            ]
+        );
+        // The key is not repeated as a cell; the price and image are.
+        let node = super::super::vocabulary::records_node(
+            &records(&html),
+            crate::hierarchy::number::DecimalStyle::Point,
+        );
+        let cols: Vec<&str> = node.children[0]
+            .children
+            .iter()
+            .filter_map(|c| c.col.as_deref())
+            .collect();
+        assert_eq!(cols, ["image", "price"]);
+    }
+
+    #[test]
+    fn names_are_unique_in_a_region_and_the_same_on_every_run() {
+        let items: String = (1..=4)
+            .map(|i| {
+                format!(
+                    r#"<div class="job"><span class="title">Engineer {i}</span><span class="title">Team {i}</span><span class="price">${i}00</span><span>€{i}0</span></div>"#
+                )
+            })
+            .collect();
+        let html = format!("<html><body><div>{items}</div></body></html>");
+        let (first, ..) = named(&html);
+        assert_eq!(first, ["title", "title-2", "price", "price-2"]);
+        for _ in 0..3 {
+            assert_eq!(named(&html).0, first);
+        }
     }
 
     #[test]
