@@ -39,6 +39,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet, FxHasher};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hierarchy::text::short_label;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
 /// No node (the root's parent).
@@ -1399,6 +1400,37 @@ fn label_path(labels: &[String]) -> String {
         .join(" / ")
 }
 
+/// How many labels, counted from the value up, a line shown to people
+/// keeps: the table (or section) label, the row key and the column.
+pub const DISPLAY_LABELS: usize = 3;
+
+/// Longest label, in characters, shown in a line for people; longer ones
+/// are cut at a word ([`short_label`]).
+pub const DISPLAY_LABEL_CHARS: usize = 40;
+
+/// The short context people read (change lines, alert titles, chat
+/// messages, status rows): the last [`DISPLAY_LABELS`] non-empty labels,
+/// each cut to [`DISPLAY_LABEL_CHARS`]: `Largest cities / Auckland /
+/// Pop.`. The whole path stays in the data (a change's `context`, ids,
+/// the API and webhooks): a page title and five headings above a value
+/// are where it is, not what it is, and repeating them made every line
+/// hundreds of characters long.
+pub fn display_context<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
+    let labels: Vec<&str> = labels.into_iter().filter(|l| !l.is_empty()).collect();
+    let from = labels.len().saturating_sub(DISPLAY_LABELS);
+    labels[from..]
+        .iter()
+        .map(|l| short_label(l, DISPLAY_LABEL_CHARS))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// [`display_context`] of a context already joined by ` / ` (a
+/// threshold's).
+pub fn display_context_joined(context: &str) -> String {
+    display_context(context.split(" / "))
+}
+
 impl Change {
     /// The change as one line in data terms, the one rendering every text
     /// output uses (`semclip diff`, `semclip check`, alerts, feeds): its
@@ -1413,7 +1445,7 @@ impl Change {
     /// `Shares / GAZP / Last: 251.30 -> 253.10 (+1.8)`.
     pub fn line_without_kind(&self) -> String {
         let c = self;
-        let ctx = c.context_path();
+        let ctx = display_context(c.context.iter().map(String::as_str));
         let at = if ctx.is_empty() {
             String::new()
         } else {
@@ -1452,12 +1484,20 @@ impl Change {
             }
             ChangeKind::Insert => format!("{at}{}{size}", c.new.as_deref().unwrap_or("")),
             ChangeKind::Delete => format!("{at}{}{size}", c.old.as_deref().unwrap_or("")),
-            ChangeKind::Move => format!(
-                "{} -> {}: {}",
-                label_path(&c.context),
-                label_path(c.new_context.as_deref().unwrap_or_default()),
-                c.old.as_deref().unwrap_or("")
-            ),
+            ChangeKind::Move => {
+                let from = display_context(c.context.iter().map(String::as_str));
+                let to = display_context(c.new_context.iter().flatten().map(String::as_str));
+                // Short contexts that read alike would hide the move.
+                let (from, to) = if from == to {
+                    (
+                        label_path(&c.context),
+                        label_path(c.new_context.as_deref().unwrap_or_default()),
+                    )
+                } else {
+                    (from, to)
+                };
+                format!("{from} -> {to}: {}", c.old.as_deref().unwrap_or(""))
+            }
         }
     }
 

@@ -15,8 +15,8 @@ use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
     RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
     RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawServer, RawSession, RawSmtp, RawStep, RawThreshold, RawToken, RawWaitFor, RawWatch,
-    RawWatchFetch, RawWebhook, Sp,
+    RawKeyColumns, RawServer, RawSession, RawSmtp, RawStep, RawTableKey, RawThreshold, RawToken,
+    RawWaitFor, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
 use super::{
@@ -24,7 +24,7 @@ use super::{
     DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, FormField, Layout, Limits,
     Login, LoginForm, LoginHow, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope,
     Secret, SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold,
-    TokenConfig, Watch, WatchFetch, WebhookConfig,
+    TableKey, TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
 use crate::page::browser::{
@@ -1620,9 +1620,38 @@ fn watch(
             data_only,
             layout,
             session,
+            keys: table_keys(raw.keys.as_ref(), cx),
         },
         id_at,
     ))
+}
+
+/// The watch's `keys:`: every entry names a table and at least one column.
+fn table_keys(raw: Option<&Sp<Vec<Sp<RawTableKey>>>>, cx: &mut Ctx) -> Vec<TableKey> {
+    let mut out = Vec::new();
+    for k in raw.map(|l| l.value.as_slice()).unwrap_or_default() {
+        let columns = match &k.value.key.value {
+            RawKeyColumns::One(c) => vec![c.clone()],
+            RawKeyColumns::Many(cs) => cs.clone(),
+        };
+        if k.value.table.value.trim().is_empty() {
+            cx.err(k.value.table.at, "keys.table", "a table label is needed".to_owned());
+            continue;
+        }
+        if columns.is_empty() || columns.iter().any(|c| c.trim().is_empty()) {
+            cx.err(
+                k.value.key.at,
+                "keys.key",
+                "name a column header, or a list of them".to_owned(),
+            );
+            continue;
+        }
+        out.push(TableKey {
+            table: k.value.table.value.clone(),
+            columns,
+        });
+    }
+    out
 }
 
 /// The watch's id and where it is given: `id`, or the file's stem.

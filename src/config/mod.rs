@@ -581,6 +581,19 @@ pub struct Watch {
     pub layout: Layout,
     /// The session whose cookie jar the page is fetched with.
     pub session: Option<String>,
+    /// Key columns chosen by the watch (`keys:`), applied after the page
+    /// is built ([`crate::hierarchy::key::rekey`]).
+    pub keys: Vec<TableKey>,
+}
+
+/// A table key chosen by a watch: the tables labelled `table` are keyed by
+/// the columns `columns`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TableKey {
+    /// The tables' label.
+    pub table: String,
+    /// The key's column headers, in key order (never empty).
+    pub columns: Vec<String>,
 }
 
 /// A watch's fetch settings.

@@ -796,6 +796,29 @@ pub(crate) struct RawWatch {
     pub layout: Option<Sp<RawLayout>>,
     /// The session (declared under `sessions` in the daemon file) whose cookie jar the page is fetched with, and which logs in when the page shows it logged out.
     pub session: Option<Sp<String>>,
+    /// Key columns chosen by the watch, where the page's own choice is wrong: each names tables by their label and the column header (or headers, for a key of several columns) whose text keys their rows. A table some row of which lacks the column keeps its own key.
+    pub keys: Option<Sp<Vec<Sp<RawTableKey>>>>,
+}
+
+/// A key column chosen by the watch.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "TableKey")]
+pub(crate) struct RawTableKey {
+    /// The tables' label, as in `table/@label`.
+    pub table: Sp<String>,
+    /// The column header (a string) or headers (a list, joined by ` / ` in the key) whose text keys the rows.
+    pub key: Sp<RawKeyColumns>,
+}
+
+/// One column header, or several.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum RawKeyColumns {
+    /// One column.
+    One(String),
+    /// Several columns, in key order.
+    Many(Vec<String>),
 }
 
 /// When the page is checked: exactly one of cron and every.

@@ -11,7 +11,9 @@
 //! - *Boundaries.* Type 2 block elements (`div`, `form`, `center`, ...) do
 //!   not make nodes but do end a run of text: `<div>a</div><div>b</div>` is
 //!   two texts. Inline type 2 elements add no space (`<b>Hel</b>lo` is
-//!   `Hello`), as a browser renders them; `<br>` and images read as a space.
+//!   `Hello`), as a browser renders them; `<br>` reads as a space. An image
+//!   reads as its `alt` text only where a run holds nothing else (a picture
+//!   names itself; beside text, "Flag of France" is not part of "France").
 //! - *Lead-in text.* A run of text of at most [`LEAD_IN_MAX_WORDS`] words
 //!   directly followed by a list, table, definition list or quote labels
 //!   it (rule 4). Inside a list item, definition or cell the item's own
@@ -31,6 +33,7 @@
 
 mod classes;
 pub mod data;
+pub mod key;
 pub mod number;
 pub mod packed;
 pub mod read;
@@ -673,9 +676,7 @@ impl<'a> Builder<'a> {
                     TagClass::Break => t.push_space(),
                     TagClass::Image => {
                         if let Some(alt) = e.attr("alt") {
-                            t.push_space();
-                            t.push_str(alt);
-                            t.push_space();
+                            t.push_alt(alt);
                         }
                     }
                     class => {
@@ -1154,12 +1155,11 @@ fn whole_link(e: &Element, c: &Collector) -> Option<String> {
     (!h.is_empty()).then(|| h.to_owned())
 }
 
-/// An image's `alt` text, as a word of the run.
+/// An image's `alt` text: the run's text when it has no other
+/// ([`InlineText::push_alt`]).
 fn push_alt(e: &Element, c: &mut Collector) {
     if let Some(alt) = e.attr("alt") {
-        c.inline.push_space();
-        c.inline.push_str(alt);
-        c.inline.push_space();
+        c.inline.push_alt(alt);
     }
 }
 

@@ -40,8 +40,27 @@ use serde::{Deserialize, Serialize};
 
 use super::{ATTRIBUTES, HNode, Hierarchy, Kind, MAX_TREE_DEPTH, assign_ids};
 
-/// The tag of this layout, first in every packed hierarchy.
-pub const FORMAT: &[u8; 4] = b"sch1";
+/// The tag of this layout, first in every packed hierarchy: `sch` and the
+/// vocabulary version the hierarchy was built under
+/// ([`crate::VOCABULARY_VERSION`]), so that a check can tell a snapshot
+/// stored under an older vocabulary ([`vocabulary`]).
+pub const FORMAT: &[u8; 4] = b"sch2";
+
+/// Tags of the same layout written under earlier vocabularies: still read.
+const EARLIER: [&[u8; 4]; 1] = [b"sch1"];
+
+// The tag follows the vocabulary.
+const _: () = assert!(FORMAT[3] == crate::VOCABULARY_VERSION.as_bytes()[0]);
+
+/// The vocabulary version packed bytes were written under (`None` when
+/// they are not a packed hierarchy).
+pub fn vocabulary(bytes: &[u8]) -> Option<u32> {
+    let tag = bytes.get(..4)?;
+    if tag != FORMAT && !EARLIER.iter().any(|e| tag == *e) {
+        return None;
+    }
+    char::from(tag[3]).to_digit(10)
+}
 
 /// Why packed bytes could not be read back.
 #[derive(Debug, thiserror::Error)]
@@ -287,7 +306,10 @@ pub fn unpack(bytes: &[u8]) -> Result<Hierarchy, PackError> {
 /// derives those of its changes with [`super::id_at`]), as deriving them
 /// all costs as much as reading the rest.
 pub fn unpack_without_ids(bytes: &[u8]) -> Result<Hierarchy, PackError> {
-    let body = bytes.strip_prefix(FORMAT).ok_or(PackError::Format)?;
+    let body = std::iter::once(FORMAT)
+        .chain(EARLIER)
+        .find_map(|tag| bytes.strip_prefix(tag))
+        .ok_or(PackError::Format)?;
     let page: Page<'_> = postcard::from_bytes(body)?;
     // Build bottom-up without recursion: a stack of (node, children still
     // to come), the root's children gathered in `top`.

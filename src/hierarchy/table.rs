@@ -11,11 +11,18 @@
 //! - header rows are the leading rows made only of TH (or in THEAD); with no
 //!   TH at all, the first row is the header unless it reads as data (it
 //!   holds a number outside the key column, or nested structure);
-//! - the row key is the first column; keys that repeat get ` #n` and an
-//!   `ordinal` attribute, so every row stays addressable; a row that is one
-//!   cell spanning the whole width is a label row with no cells; leading
-//!   ones are the table's title, joined with the caption and each other by
-//!   [`KEY_SEPARATOR`] so that none of their text is lost;
+//! - the row key is the column that names the rows, found by
+//!   [`key::choose`] (an entity name, not a rank, an ordinal, a repeated
+//!   year, a number, a date or a picture; the first column when it
+//!   already is one); keys that repeat get ` #n` and an `ordinal`
+//!   attribute, so every row stays addressable; a row that is one cell
+//!   spanning the whole width is a label row with no cells; the first
+//!   leading one that names something (not pictures only) labels the
+//!   table when it has no caption, the others stay as label rows, so that
+//!   none of their text is lost and the label stays one name
+//!   ([`label`], navigation chrome left out by [`clean_label`]);
+//! - side-by-side blocks (`Rank | Name | Pop. | Rank | Name | Pop.`) are
+//!   read block after block ([`key::blocks`]);
 //! - when every body row has row headers (TH) in several leading columns,
 //!   the key is hierarchical: those columns' texts joined by
 //!   [`KEY_SEPARATOR`] (`North / New York`), one row per body row. This was
@@ -24,7 +31,7 @@
 //!   diff reads `North / New York / Sales: 100 -> 110`. Tables keyed by one
 //!   column (all the others) keep their keys and ids;
 //! - the key column's header is the table's `keycol` (`Region / City` for
-//!   a hierarchical key). That is where the first column's header lives
+//!   a hierarchical key). That is where the key column's header lives
 //!   (`//table[@keycol='Name']/row[@key='Alice']` finds `Name -> Alice`); it
 //!   is not repeated as a cell of every row, which would double every key
 //!   and break the diff's detection of a renamed row;
@@ -47,7 +54,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::{Builder, HNode, Kind, TagClass, text_content, text_leaf, weigh, wrap_node};
+use super::{Builder, HNode, Kind, TagClass, key, text_content, text_leaf, weigh, wrap_node};
+use crate::hierarchy::text::clean_label;
 use crate::hierarchy::number::parse_number;
 use crate::hierarchy::text::normalize;
 use crate::page::budget::Budget;
@@ -84,6 +92,23 @@ struct CellSpec {
     header: bool,
     colspan: usize,
     rowspan: usize,
+}
+
+/// True when a cell's only content is pictures: no text, one image at
+/// least (its text is then the images' `alt`, which names the picture,
+/// not the row).
+fn picture_only(b: &Builder, cell: NodeId) -> bool {
+    let mut image = false;
+    let mut text = false;
+    walk(b, cell, |n| {
+        match &b.dom.node(n).data {
+            NodeData::Text(t) => text |= !t.trim().is_empty(),
+            NodeData::Element(_) => image |= b.class(n) == TagClass::Image,
+            _ => {}
+        }
+        !text
+    });
+    image && !text
 }
 
 /// A grid slot: which cell covers it, and whether it stays blank (the
@@ -392,6 +417,8 @@ struct Built {
     /// True when the content is plain text: one text leaf, or nothing.
     is_plain: bool,
     header: bool,
+    /// Its only content is pictures ([`picture_only`]).
+    picture: bool,
 }
 
 impl Built {
@@ -436,8 +463,9 @@ struct Resolved {
     grid: Vec<Vec<Option<Slot>>>,
     cells: Vec<Built>,
     header_rows: usize,
-    /// Text of leading full-width title rows (removed from the grid).
-    title: Option<String>,
+    /// The cells of leading full-width title rows (removed from the
+    /// grid), distinct by text, top to bottom.
+    titles: Vec<usize>,
 }
 
 fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
@@ -457,6 +485,7 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
                 _ => false,
             };
             cells.push(Built {
+                picture: is_plain && !nodes.is_empty() && picture_only(b, c.node),
                 nodes,
                 is_plain,
                 header: c.header,
@@ -485,19 +514,20 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
     let width = grid.iter().map(Vec::len).max().unwrap_or(0);
     // Leading rows that are one cell across the whole width are titles
     // (an infobox's name, a "Population" banner), not column headers.
-    // Several of them (`Companies` then `(by changesets)`) join into one
-    // title, so none is lost.
-    let mut titles: Vec<String> = Vec::new();
-    while grid.len() > 1 && width > 1 && single_cell_row(&grid[0], width) {
+    // The first that names something labels the table; the others stay
+    // as label rows ([`label`]), so none is lost.
+    let mut titles: Vec<usize> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let usual = usual_width(&grid);
+    while grid.len() > 1 && usual > 1 && single_cell_row(&grid[0], usual) {
         if let Some(Some(s)) = grid[0].first() {
             let t = cells[s.cell].text();
-            if !t.is_empty() && !titles.contains(&t) {
-                titles.push(t);
+            if !t.is_empty() && seen.insert(t) {
+                titles.push(s.cell);
             }
         }
         grid.remove(0);
     }
-    let title = (!titles.is_empty()).then(|| titles.join(KEY_SEPARATOR));
     let nonempty = |c: &Built| c.plain().is_none_or(|t| !t.is_empty());
     let any_th = cells.iter().any(|c| c.header && nonempty(c)) || !head_cells.is_empty();
     let is_header_row = |line: &Vec<Option<Slot>>| {
@@ -536,14 +566,31 @@ fn resolve(b: &mut Builder, spec: &TableSpec) -> Resolved {
         grid,
         cells,
         header_rows,
-        title,
+        titles,
     }
 }
 
-/// True when every slot of `line` is covered by one and the same cell.
+/// True when every slot of `line` is covered by one and the same cell and
+/// it spans at least `width` columns.
 fn single_cell_row(line: &[Option<Slot>], width: usize) -> bool {
     let first = line.first().copied().flatten().map(|s| s.cell);
-    first.is_some() && line.len() == width && line.iter().all(|s| s.map(|s| s.cell) == first)
+    first.is_some() && line.len() >= width && line.iter().all(|s| s.map(|s| s.cell) == first)
+}
+
+/// The width most lines of `grid` have (the wider on a tie): what a title
+/// or label row spans. Taken over the usual width rather than the widest
+/// line, one row wider than the rest (an infobox line with an extra cell)
+/// does not turn every title and label row into data and every header
+/// with it.
+fn usual_width(grid: &[Vec<Option<Slot>>]) -> usize {
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for line in grid {
+        *counts.entry(line.len()).or_insert(0) += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(w, n)| (n, w))
+        .map_or(0, |(w, _)| w)
 }
 
 /// Builds the hierarchy node of a data table; `None` when it holds no data.
@@ -552,11 +599,11 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         grid,
         cells,
         header_rows,
-        title,
+        titles,
     } = resolve(b, &spec);
     let width = grid.iter().map(Vec::len).max().unwrap_or(0);
     // Column headers: header rows top to bottom, blanks skipped.
-    let mut cols: Vec<String> = (0..width)
+    let headers: Vec<String> = (0..width)
         .map(|j| {
             let mut parts: Vec<String> = Vec::new();
             for line in &grid[..header_rows] {
@@ -572,21 +619,33 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
             parts.join(" ")
         })
         .collect();
+    let (label, rest) = label(spec.label, &titles, &cells);
+    let mut grid = grid;
+    let lines = grid.split_off(header_rows);
+    let Body {
+        lines,
+        mut cols,
+        width,
+    } = body(lines, headers, width, &rest);
     make_unique(&mut cols);
     // Each column's header is one string its cells share.
     let cols: Vec<Arc<str>> = cols.into_iter().map(Arc::from).collect();
-    // Which slots take a cell's content, so its last use can move it
-    // instead of cloning (replication by spans is the only sharing).
-    let label_rows: Vec<bool> = grid[header_rows..]
+    let usual = usual_width(&lines);
+    let label_rows: Vec<bool> = lines
         .iter()
-        .map(|l| width > 1 && single_cell_row(l, width))
+        .map(|l| usual > 1 && single_cell_row(l, usual))
         .collect();
-    let key_cols = row_header_columns(&grid[header_rows..], &label_rows, &cells, width);
+    let is_key = key_columns(&lines, &label_rows, &cells, width);
+    // Which slots take a cell's content, so its last use can move it
+    // instead of cloning (replication by spans is the only sharing). A
+    // label row is its first cell, a key when it is plain text.
+    let in_key = |j: usize, label_row: bool| if label_row { j == 0 } else { is_key[j] };
     let mut uses = vec![0usize; cells.len()];
-    for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
+    for (line, &label_row) in lines.iter().zip(&label_rows) {
         for (j, slot) in line.iter().enumerate() {
             if let Some(s) = slot
-                && ((j < key_cols && !cells[s.cell].is_plain) || (j >= key_cols && !label_row))
+                && !(label_row && j > 0)
+                && (!in_key(j, label_row) || !cells[s.cell].is_plain)
             {
                 uses[s.cell] += 1;
             }
@@ -595,7 +654,7 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let mut cells = cells;
     let weights: Vec<(u64, u64)> = cells.iter().map(|c| weigh(&c.nodes)).collect();
     let mut rows: Vec<HNode> = Vec::with_capacity(label_rows.len());
-    for (line, &label_row) in grid[header_rows..].iter().zip(&label_rows) {
+    for (line, &label_row) in lines.iter().zip(&label_rows) {
         let mut row = HNode::new(Kind::Row);
         row.children.reserve_exact(line.len().min(64));
         // The key's parts joined as they come; `last` is where the last
@@ -604,7 +663,10 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         let mut last: Option<usize> = None;
         for (j, slot) in line.iter().enumerate() {
             let Some(slot) = slot else { continue };
-            if j < key_cols
+            if j > 0 && label_row {
+                break;
+            }
+            if in_key(j, label_row)
                 && let Some(t) = cells[slot.cell].plain()
             {
                 // A rowspan copies a row header into every row it covers,
@@ -617,9 +679,6 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
                     key.push_str(t);
                 }
                 continue;
-            }
-            if j > 0 && label_row {
-                break;
             }
             uses[slot.cell] -= 1;
             // Spans replicate a cell's content and every cell copies its
@@ -663,11 +722,12 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
         }
     }
     let mut table = HNode::new(Kind::Table);
-    table.label = label(spec.label, title);
+    table.label = label;
     let keycol: Vec<&str> = cols
         .iter()
-        .take(key_cols.max(1))
-        .map(|c| &**c)
+        .zip(&is_key)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| &**c)
         .filter(|k| !k.is_empty())
         .collect();
     if !keycol.is_empty() {
@@ -677,13 +737,147 @@ pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     Some(table)
 }
 
-/// A table's label: its caption, its title rows, or both joined (a
-/// caption does not hide the title rows' text).
-fn label(caption: Option<String>, title: Option<String>) -> Option<String> {
-    match (caption, title) {
-        (Some(c), Some(t)) if c != t => Some(format!("{c}{KEY_SEPARATOR}{t}")),
-        (c, t) => c.or(t),
+/// A table's body ready to become rows: its lines (label rows first), the
+/// column headers and the width, after side-by-side blocks are read one
+/// after the other.
+struct Body {
+    lines: Vec<Vec<Option<Slot>>>,
+    cols: Vec<String>,
+    width: usize,
+}
+
+/// The body rows of a table under `headers`, with the title rows `rest`
+/// (those that do not label the table) first as label rows.
+///
+/// When the headers are side-by-side blocks ([`key::blocks`]: `Rank |
+/// Name | Pop. | Rank | Name | Pop.`), each block's rows follow the
+/// previous block's, with the block's columns; a column in no block (a
+/// picture beside the blocks) is left out, and a line with nothing in a
+/// block gives no row. Label rows (full width) are kept once.
+fn body(
+    body: Vec<Vec<Option<Slot>>>,
+    headers: Vec<String>,
+    width: usize,
+    rest: &[usize],
+) -> Body {
+    let title_row = |cell: usize, width: usize| vec![Some(Slot { cell, blank: false }); width];
+    let blocks = key::blocks(&headers).filter(|_| width > 1);
+    let Some(blocks) = blocks else {
+        let mut lines = body;
+        lines.splice(0..0, rest.iter().map(|&c| title_row(c, width)));
+        return Body {
+            lines,
+            cols: headers,
+            width,
+        };
+    };
+    let p = blocks[0].len();
+    let usual = usual_width(&body);
+    let mut lines: Vec<Vec<Option<Slot>>> = rest.iter().map(|&c| title_row(c, p)).collect();
+    for (n, block) in blocks.iter().enumerate() {
+        for line in &body {
+            if usual > 1 && single_cell_row(line, usual) {
+                if n == 0
+                    && let Some(Some(s)) = line.first()
+                {
+                    lines.push(title_row(s.cell, p));
+                }
+                continue;
+            }
+            let part: Vec<Option<Slot>> = block
+                .iter()
+                .map(|&j| line.get(j).copied().flatten())
+                .collect();
+            if part.iter().any(Option::is_some) {
+                lines.push(part);
+            }
+        }
     }
+    let cols = blocks[0].iter().map(|&j| headers[j].clone()).collect();
+    Body {
+        lines,
+        cols,
+        width: p,
+    }
+}
+
+/// A table's label and the title rows that do not make it: its caption;
+/// without one, its first title row that names something (not pictures
+/// only). Navigation chrome is left out ([`clean_label`]). The other
+/// title rows stay in the table as label rows, so none of their text is
+/// lost; the label is what people read in every change line, so it is
+/// one name, not a chain of every banner above the data.
+fn label(
+    caption: Option<String>,
+    titles: &[usize],
+    cells: &[Built],
+) -> (Option<String>, Vec<usize>) {
+    let caption = caption.map(|c| clean_label(&c)).filter(|c| !c.is_empty());
+    if caption.is_some() {
+        return (caption, titles.to_vec());
+    }
+    let named = titles.iter().position(|&c| !cells[c].picture);
+    match named {
+        Some(i) => {
+            let text = clean_label(&cells[titles[i]].text());
+            let rest = titles
+                .iter()
+                .enumerate()
+                .filter(|&(n, _)| n != i)
+                .map(|(_, &c)| c)
+                .collect();
+            (Some(text).filter(|t| !t.is_empty()), rest)
+        }
+        None => (None, titles.to_vec()),
+    }
+}
+
+/// Which columns of `lines` make the row key (see [`key::choose`]): the
+/// leading row-header columns when there are several
+/// ([`row_header_columns`], a hierarchical key), otherwise the column
+/// that names the rows.
+fn key_columns(
+    lines: &[Vec<Option<Slot>>],
+    label_rows: &[bool],
+    cells: &[Built],
+    width: usize,
+) -> Vec<bool> {
+    let mut is_key = vec![false; width.max(1)];
+    let leading = row_header_columns(lines, label_rows, cells, width);
+    if leading > 1 {
+        is_key[..leading].iter_mut().for_each(|k| *k = true);
+        return is_key;
+    }
+    let data: Vec<&Vec<Option<Slot>>> = lines
+        .iter()
+        .zip(label_rows)
+        .filter(|(_, l)| !**l)
+        .map(|(line, _)| line)
+        .collect();
+    // Only plain cells can be keys (a key is text): anything else probes
+    // as a gap, which disqualifies its column.
+    let columns: Vec<Vec<Option<key::Probe<'_>>>> = (0..width)
+        .map(|j| {
+            data.iter()
+                .map(|line| {
+                    let s = line.get(j).copied().flatten().filter(|s| !s.blank)?;
+                    let c = &cells[s.cell];
+                    Some(key::Probe {
+                        text: c.plain()?,
+                        image: c.picture,
+                        header: c.header,
+                        cell: s.cell,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    for j in key::choose(&columns) {
+        if let Some(k) = is_key.get_mut(j) {
+            *k = true;
+        }
+    }
+    is_key
 }
 
 /// How the parts of a key read from several row-header columns are
@@ -810,7 +1004,7 @@ pub(super) fn pseudo_tables(b: &mut Builder, root: NodeId) -> Vec<PseudoTable> {
                 })
                 .collect();
             out.push(PseudoTable {
-                caption: label(spec.label.clone(), r.title.clone()),
+                caption: label(spec.label.clone(), &r.titles, &r.cells).0,
                 header_rows: r.header_rows,
                 grid,
             });

@@ -21,6 +21,10 @@ fn invisible(c: char) -> bool {
 pub struct InlineText {
     buf: String,
     pending_space: bool,
+    /// Images' `alt` texts of the run, space-separated: the run's text
+    /// only when it has no other (a picture-only cell names its picture;
+    /// beside text, a flag's "Flag of France" is not part of "France").
+    alt: String,
 }
 
 impl InlineText {
@@ -73,13 +77,30 @@ impl InlineText {
         }
     }
 
-    /// Takes the collected text, if any, and starts a new run.
+    /// Appends an image's `alt` text: kept only if the run holds no other
+    /// text when it is taken (see the `alt` field).
+    pub fn push_alt(&mut self, alt: &str) {
+        self.push_space();
+        for w in alt.split_whitespace() {
+            if !self.alt.is_empty() {
+                self.alt.push(' ');
+            }
+            self.alt
+                .extend(w.chars().filter(|&c| xml_allowed(c) && !invisible(c) && !c.is_control()));
+        }
+    }
+
+    /// Takes the collected text (or, when there is none, the images'
+    /// `alt` texts), if any, and starts a new run.
     pub fn take(&mut self) -> Option<String> {
         self.pending_space = false;
-        if self.buf.is_empty() {
-            None
-        } else {
+        let alt = std::mem::take(&mut self.alt);
+        if !self.buf.is_empty() {
             Some(std::mem::take(&mut self.buf))
+        } else if !alt.is_empty() {
+            Some(alt)
+        } else {
+            None
         }
     }
 
@@ -88,10 +109,84 @@ impl InlineText {
         self.buf.len()
     }
 
-    /// True when nothing has been collected since the last [`take`](Self::take).
+    /// True when no text has been collected since the last
+    /// [`take`](Self::take) (images' `alt` texts aside: they give way to
+    /// text).
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
+}
+
+/// A label as people name the thing: navigation chrome that templates put
+/// beside a caption or title left out. Wikipedia's navigation boxes lead
+/// their titles with one-letter links (`v t e`, `v · t · e`: view, talk,
+/// edit), and editable headings end in `[edit]`; neither names anything.
+/// Returns the label unchanged when nothing else would be left.
+pub fn clean_label(label: &str) -> String {
+    let words: Vec<&str> = label.split_whitespace().collect();
+    let chrome = |w: &[&str]| {
+        let joined = w.concat().to_lowercase();
+        matches!(joined.as_str(), "[edit]" | "[show]" | "[hide]")
+    };
+    // Leading one-letter words and separators (two letters at least).
+    let mut start = 0;
+    let mut letters = 0;
+    while let Some(w) = words.get(start) {
+        let mut chars = w.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) if c.is_alphabetic() => letters += 1,
+            (Some('·' | '•' | '|' | '-'), None) => {}
+            _ => break,
+        }
+        start += 1;
+    }
+    if letters < 2 {
+        start = 0;
+    }
+    let mut end = words.len();
+    // `[edit]`, or `[ edit ]` when the brackets are elements of their own.
+    'strip: loop {
+        for n in [1, 3] {
+            if end >= start + n && chrome(&words[end - n..end]) {
+                end -= n;
+                continue 'strip;
+            }
+            if end >= start + n && chrome(&words[start..start + n]) {
+                start += n;
+                continue 'strip;
+            }
+        }
+        break;
+    }
+    if start >= end {
+        return words.join(" ");
+    }
+    words[start..end].join(" ")
+}
+
+/// A label cut for display to at most `max` characters at a word
+/// boundary, with `…` when cut (a word longer than `max` is cut inside).
+/// Labels are shown whole in the data (ids, API, webhooks); what people
+/// read (change lines, alert titles, status rows) shows them cut.
+pub fn short_label(label: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if label.chars().count() <= max {
+        return std::borrow::Cow::Borrowed(label);
+    }
+    let budget = max.saturating_sub(1);
+    let cut = label
+        .char_indices()
+        .nth(budget)
+        .map_or(label.len(), |(i, _)| i);
+    let head = &label[..cut];
+    let at_word = match label[cut..].chars().next() {
+        Some(c) if c.is_whitespace() => head,
+        _ => head
+            .rfind(char::is_whitespace)
+            .filter(|&i| i > 0)
+            .map_or(head, |i| &head[..i]),
+    };
+    let at_word = at_word.trim_end_matches(|c: char| c.is_whitespace() || c == ',' || c == ';');
+    std::borrow::Cow::Owned(format!("{at_word}…"))
 }
 
 /// Collapses whitespace in a single string (attribute values, titles).
@@ -132,6 +227,40 @@ pub fn word_count(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_lose_navigation_chrome() {
+        assert_eq!(clean_label("v t e Kingdom of New Zealand"), "Kingdom of New Zealand");
+        assert_eq!(clean_label("v · t · e Cities"), "Cities");
+        assert_eq!(clean_label("History [edit]"), "History");
+        assert_eq!(clean_label("History [ edit ]"), "History");
+        assert_eq!(clean_label("[show] Regions"), "Regions");
+        // Nothing else left, or no chrome: unchanged.
+        assert_eq!(clean_label("[edit]"), "[edit]");
+        assert_eq!(clean_label("Talk show"), "Talk show");
+        assert_eq!(clean_label("A Team"), "A Team");
+    }
+
+    #[test]
+    fn long_labels_are_cut_at_a_word() {
+        assert_eq!(short_label("Largest cities", 40), "Largest cities");
+        assert_eq!(short_label("Largest urban areas of New Zealand", 20), "Largest urban areas…");
+        assert_eq!(short_label("Supercalifragilistic", 8), "Superca…");
+        let s = short_label(&"word ".repeat(100), 30);
+        assert!(s.chars().count() <= 30, "{s}");
+    }
+
+    #[test]
+    fn alt_text_names_a_run_only_when_it_is_all_there_is() {
+        let mut t = InlineText::default();
+        t.push_alt("Flag of France");
+        t.push_str(" France");
+        assert_eq!(t.take().as_deref(), Some("France"));
+        t.push_alt("Auckland skyline");
+        t.push_alt("Harbour");
+        assert_eq!(t.take().as_deref(), Some("Auckland skyline Harbour"));
+        assert_eq!(t.take(), None);
+    }
 
     #[test]
     fn collapses_like_a_browser() {

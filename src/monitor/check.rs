@@ -1572,8 +1572,37 @@ impl<'a> Work<'a> {
         } else {
             layout::xpaths_found_on(watch, ev)
         };
-        let (state, event) = layout::assess(watch, previous, page, &found);
+        let (state, mut event) = layout::assess(watch, previous, page, &found);
         self.state.layout = serde_json::to_string(&state).ok();
+        if let Some(from) = prepared.upgraded_from {
+            // Said once: the next check compares with a snapshot of this
+            // vocabulary.
+            let note = format!(
+                "ids changed: the stored version was built under vocabulary {from} and is \
+                 compared under {} (rows keyed by the column that names them); this check \
+                 reports numeric updates only, and clips or thresholds naming rows by an old \
+                 key may need their XPath updated",
+                crate::VOCABULARY_VERSION
+            );
+            tracing::info!(watch = %watch.id, from, to = crate::VOCABULARY_VERSION, "vocabulary upgraded: ids changed");
+            match &mut event {
+                Some(e) => e.summary = format!("{}; {note}", e.summary),
+                None => {
+                    event = Some(crate::store::LayoutEvent {
+                        drift: 0.0,
+                        max_drift: watch.layout.max_drift,
+                        against: "previous page".to_owned(),
+                        lost: Vec::new(),
+                        lost_thresholds: Vec::new(),
+                        template: None,
+                        moved: Vec::new(),
+                        dom_drift: 0.0,
+                        dom_against: String::new(),
+                        summary: note,
+                    })
+                }
+            }
+        }
         if let Some(event) = event {
             let summary = event.summary.clone();
             tracing::warn!(watch = %watch.id, what = %summary, dom_drift = event.dom_drift, "layout changed");
@@ -1684,15 +1713,18 @@ impl<'a> Work<'a> {
                 continue;
             }
             let shown = value.map(threshold::fmt).unwrap_or_default();
+            // Titles are read by people: the short context; the alert's
+            // `threshold.context` keeps the whole path.
+            let at = crate::diff::display_context_joined(&context);
             let (kind, summary) = match (&transition, &reading) {
                 (Transition::Crossed, _) => (
                     AlertKind::ThresholdCrossed,
-                    format!("{}: {shown} is {} ({context})", t.name, j.bound),
+                    format!("{}: {shown} is {} ({at})", t.name, j.bound),
                 ),
                 (Transition::Returned, _) => (
                     AlertKind::ThresholdReturned,
                     format!(
-                        "{}: {shown} is back within bounds ({}) ({context})",
+                        "{}: {shown} is back within bounds ({}) ({at})",
                         t.name,
                         threshold::describe(&bounds)
                     ),
@@ -1708,7 +1740,7 @@ impl<'a> Work<'a> {
                 (Transition::Found, _) => (
                     AlertKind::SelectorFound,
                     format!(
-                        "{}: selector found again, value {shown} ({context})",
+                        "{}: selector found again, value {shown} ({at})",
                         t.name
                     ),
                 ),

@@ -16,11 +16,17 @@
 //! once, and when nothing differs the page counts as unchanged (its
 //! compact snapshot is stored without change events), so an upgrade
 //! raises no change event.
+//!
+//! Rows are paired by identity: before the diff, a table that the new
+//! version keys by other columns is re-keyed in the stored one
+//! ([`key::align`]). A snapshot stored under an older vocabulary
+//! ([`crate::VOCABULARY_VERSION`]) reports only its numeric updates once,
+//! and the check says that ids changed ([`Prepared::upgraded_from`]).
 
 use std::time::SystemTime;
 
-use crate::diff::{Change, diff_ignoring, ignored_ids, without};
-use crate::hierarchy::Hierarchy;
+use crate::diff::{Change, ChangeKind, diff_ignoring, ignored_ids, without};
+use crate::hierarchy::{Hierarchy, key};
 use crate::hierarchy::packed::{self, Url};
 use crate::store::{Recorded, Retention, SnapshotBody, SnapshotPart, Store, StoreError};
 use crate::xpath::XPathError;
@@ -75,6 +81,14 @@ pub struct Prepared {
     /// The new hierarchy's compact form (with its URL) to store, empty
     /// when the hash is the stored one.
     pub packed: Vec<u8>,
+    /// The vocabulary version of the stored snapshot, when it is older
+    /// than this semclip's: its ids changed with this check.
+    pub upgraded_from: Option<u32>,
+}
+
+/// This semclip's vocabulary version as a number.
+pub fn current_vocabulary() -> u32 {
+    crate::VOCABULARY_VERSION.parse().unwrap_or(u32::MAX)
 }
 
 impl Prepared {
@@ -144,6 +158,7 @@ pub fn prepare_against(
             unchanged: true,
             changes: Vec::new(),
             packed: Vec::new(),
+            upgraded_from: None,
         });
     }
     // The previous version is read back only to be diffed, and the diff
@@ -157,10 +172,25 @@ pub fn prepare_against(
     } else {
         store.current_hierarchy(watch)
     };
+    let mut upgraded_from = None;
     let (changes, unchanged) = match previous.map_err(store_err)? {
-        Some(previous) => {
+        Some(mut previous) => {
+            // Rows pair by identity: a table the new version keys by
+            // other columns is re-keyed in the old one first.
+            key::align(&mut previous.hierarchy, new);
             let old_ignored = ignored_ids(&previous.hierarchy, ignore).map_err(bad_ignore)?;
-            let changes = diff_ignoring(&previous.hierarchy, new, &old_ignored, &new_ignored);
+            let mut changes = diff_ignoring(&previous.hierarchy, new, &old_ignored, &new_ignored);
+            if previous.vocabulary < current_vocabulary() {
+                // Stored under an older vocabulary: its labels, keys and
+                // ids were made by other rules, and what differs is mostly
+                // the rules. Only numeric updates (which a re-labelling
+                // cannot make) are reported; the check says once that ids
+                // changed ([`Prepared::upgraded_from`]).
+                changes.retain(|c| {
+                    c.kind == ChangeKind::Update && c.old_num.is_some() && c.new_num.is_some()
+                });
+                upgraded_from = Some(previous.vocabulary);
+            }
             // A hash of an older scheme cannot be compared: the diff says.
             let unchanged = previous.legacy_hash && changes.is_empty();
             (changes, unchanged)
@@ -172,6 +202,7 @@ pub fn prepare_against(
         unchanged,
         changes,
         packed: packed.unwrap_or_else(|| packed::pack(new, Url::Keep)),
+        upgraded_from,
     })
 }
 

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::config::{Clip, Layout, PageLimits, Threshold, Watch};
+use crate::config::{Clip, Layout, PageLimits, TableKey, Threshold, Watch};
 
 /// The hex digits a fingerprint keeps (128 bits).
 const DIGITS: usize = 32;
@@ -43,6 +43,10 @@ struct BuildSettings<'a> {
     /// Their XPaths decide a layout event (a threshold selecting nothing).
     thresholds: &'a [Threshold],
     layout: &'a Layout,
+    /// The watch's key columns re-key what the bytes build. (Left out when
+    /// empty: the fingerprints of watches without them stay.)
+    #[serde(skip_serializing_if = "<[TableKey]>::is_empty")]
+    keys: &'a [TableKey],
 }
 
 /// The hash by which a body is recognised again: its bytes, the page budget
@@ -69,6 +73,7 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         // The jar decides what the server sends, not what is built from
         // the bytes it sent.
         session: _,
+        keys,
     } = watch;
     let settings = BuildSettings {
         semclip: env!("CARGO_PKG_VERSION"),
@@ -81,6 +86,7 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         clips,
         thresholds,
         layout,
+        keys,
     };
     digest(bytes, &settings)
 }

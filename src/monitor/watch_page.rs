@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::config::{ExtractSpec, Watch};
+use crate::config::{ExtractSpec, TableKey, Watch};
 use crate::extract::{self, region::Wrapper, vocabulary};
 use crate::hierarchy::number::decimal_style_for_lang;
 use crate::hierarchy::{
@@ -192,7 +192,8 @@ pub fn build_page(
         budget.check()?;
         hierarchy.children.push(node);
     }
-    if !extracted.is_empty() {
+    let rekeyed = apply_keys(&mut hierarchy, &watch.keys);
+    if !extracted.is_empty() || rekeyed > 0 {
         // The ids are made again, so their bytes are counted again.
         budget.forget_ids();
         if with_ids {
@@ -213,6 +214,32 @@ pub fn build_page(
         wrappers,
         moved,
     })
+}
+
+/// Re-keys the tables the watch names in `keys:` by the columns it gives
+/// ([`crate::hierarchy::key::rekey`]); a table some row of which lacks a
+/// column keeps the page's own key. Returns how many tables were re-keyed.
+fn apply_keys(h: &mut Hierarchy, keys: &[TableKey]) -> usize {
+    fn walk(nodes: &mut [HNode], keys: &[TableKey], n: &mut usize) {
+        for node in nodes {
+            if node.kind == Kind::Table
+                && let Some(k) = keys
+                    .iter()
+                    .find(|k| node.label.as_deref() == Some(k.table.as_str()))
+            {
+                let columns: Vec<&str> = k.columns.iter().map(String::as_str).collect();
+                if crate::hierarchy::key::rekey(node, &columns) {
+                    *n += 1;
+                }
+            }
+            walk(&mut node.children, keys, n);
+        }
+    }
+    let mut n = 0;
+    if !keys.is_empty() {
+        walk(&mut h.children, keys, &mut n);
+    }
+    n
 }
 
 /// The DOM elements at the tree indices `nodes` that are not inside

@@ -44,7 +44,7 @@ pub(super) fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
     rows.push(("Watch", watch));
     if let Some(t) = &alert.threshold {
         rows.push(("Threshold", format!("{} ({})", t.name, t.bound)));
-        rows.push(("Where", t.context.clone()));
+        rows.push(("Where", crate::diff::display_context_joined(&t.context)));
         rows.push((
             "Value",
             t.value

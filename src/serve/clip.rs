@@ -42,7 +42,7 @@ pub const HISTORY_WALK: usize = 100;
 pub const MAX_RENDERS: usize = 64;
 
 /// The vocabulary version written on `<clip>`.
-const VERSION: &str = "1";
+const VERSION: &str = crate::VOCABULARY_VERSION;
 
 /// Why a clip cannot be given.
 #[derive(Debug, thiserror::Error)]
@@ -417,7 +417,7 @@ fn selection_hash(nodes: &[HNode]) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
-/// `<clip watch=.. name=.. select=.. count=.. version="1" url=..>` around
+/// `<clip watch=.. name=.. select=.. count=.. version="2" url=..>` around
 /// the selected elements.
 fn clip_document(watch: &str, name: &str, clip: &Clip, selected: &Selected) -> String {
     let mut out = String::from("<clip");

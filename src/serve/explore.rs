@@ -528,10 +528,14 @@ fn change_block(watch: &str, wanted: i64, c: &ChangeDetail) -> Markup {
                     table.sides {
                         thead { tr { th { "Where" } th { "Before" } th { "After" } } }
                         tbody {
+                            // A value is marked only where the two sides
+                            // differ: a move keeps its value and changes
+                            // only where it stands.
+                            @let differs = c.old != c.new;
                             tr {
                                 td { (c.context) }
-                                td.changed[c.old.is_some()] { (c.old.as_deref().unwrap_or(NONE)) }
-                                td.changed[c.new.is_some()] { (c.new.as_deref().unwrap_or(NONE)) }
+                                td.changed[differs && c.old.is_some()] { (c.old.as_deref().unwrap_or(NONE)) }
+                                td.changed[differs && c.new.is_some()] { (c.new.as_deref().unwrap_or(NONE)) }
                             }
                         }
                     }
@@ -641,5 +645,27 @@ mod tests {
             html.contains("class=\"change current\" id=\"change-7\""),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_moved_value_is_not_marked_as_changed() {
+        let change = Change {
+            kind: crate::diff::ChangeKind::Move,
+            context: vec!["Box".into(), "Capital".into()],
+            new_context: Some(vec!["Box".into(), "Largest city".into()]),
+            old: Some("Wellington".into()),
+            new: Some("Wellington".into()),
+            old_xpath: None,
+            new_xpath: None,
+            old_num: None,
+            new_num: None,
+            delta: None,
+            size: None,
+        };
+        let d = detail(3, &Event::Change(change), None, None);
+        assert!(d.row.is_none());
+        let html = change_page("q", "Q", 3, SystemTime::UNIX_EPOCH, &[d], SystemTime::UNIX_EPOCH);
+        assert!(html.contains(">Wellington</td>"), "{html}");
+        assert!(!html.contains("class=\"changed\""), "{html}");
     }
 }

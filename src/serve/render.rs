@@ -778,7 +778,7 @@ mod tests {
     fn gazp_clip(h: &Hierarchy) -> String {
         format!(
             "<clip watch=\"quotes\" name=\"gazp\" select=\"//row[@key='GAZP']\" count=\"1\" \
-             version=\"1\" url=\"{SOURCE}\" xpath-base=\"/page\">\n{}</clip>\n",
+             version=\"2\" url=\"{SOURCE}\" xpath-base=\"/page\">\n{}</clip>\n",
             node_to_xml(gazp(h), true)
         )
     }
@@ -1166,7 +1166,7 @@ mod tests {
     /// A page holding every payload in every place a string can go.
     fn hostile_page() -> String {
         let mut xml = format!(
-            "<page label=\"{}\" url=\"{SOURCE}\" lang=\"en\" version=\"1\" xpath=\"/page\">",
+            "<page label=\"{}\" url=\"{SOURCE}\" lang=\"en\" version=\"2\" xpath=\"/page\">",
             esc(PAYLOADS[0])
         );
         for (i, payload) in PAYLOADS.iter().enumerate() {
@@ -1763,7 +1763,7 @@ mod tests {
         let strange = "He said \"hi\" & <b>'x'</b> — Привет ]]> \t tab";
         let lit = |s: &str| Term::from(Literal::new_simple_literal(s));
         let xml = format!(
-            "<page label=\"{l}\" url=\"{SOURCE}\" lang=\"ru\" version=\"1\" xpath=\"/page\">\
+            "<page label=\"{l}\" url=\"{SOURCE}\" lang=\"ru\" version=\"2\" xpath=\"/page\">\
              <section label=\"{l}\" level=\"2\" xpath=\"/page/section[@label={q}]\">\
              <table label=\"{l}\" xpath=\"/page/section[@label={q}]/table[1]\">\
              <row key=\"{l}\" xpath=\"/page/section[@label={q}]/table[1]/row[1]\">\

@@ -597,6 +597,9 @@ pub struct Previous {
     /// Whether it was stored as XML, by a semclip whose content hashes were
     /// taken over the XML (so a new hash cannot be compared with it).
     pub legacy_hash: bool,
+    /// The hierarchy vocabulary it was built under
+    /// ([`crate::VOCABULARY_VERSION`]; 1 for snapshots stored as XML).
+    pub vocabulary: u32,
 }
 
 /// One stored change event.
@@ -993,12 +996,13 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let read = row
             .format()
-            .and_then(|format| Ok((format, row.hierarchy(ids)?)));
+            .and_then(|format| Ok((format, row.hierarchy_and_vocabulary(ids)?)));
         match read {
-            Ok((format, hierarchy)) => Ok(Some(Previous {
+            Ok((format, (hierarchy, vocabulary))) => Ok(Some(Previous {
                 hash: row.hash,
                 hierarchy,
                 legacy_hash: format != SnapshotFormat::ZstdPacked,
+                vocabulary,
             })),
             Err(source) => Err(StoreError::Corrupt {
                 watch: row.watch,
@@ -1656,16 +1660,18 @@ impl SnapshotRow {
     }
 
     /// The stored hierarchy, read back (a compact one with its ids derived
-    /// if `ids`).
-    fn hierarchy(&self, ids: bool) -> Result<Hierarchy, CorruptionCause> {
+    /// if `ids`), and the vocabulary it was built under.
+    fn hierarchy_and_vocabulary(&self, ids: bool) -> Result<(Hierarchy, u32), CorruptionCause> {
         let bytes = self.bytes()?;
-        match self.format()? {
-            SnapshotFormat::ZstdPacked if ids => Ok(packed::unpack(&bytes)?),
-            SnapshotFormat::ZstdPacked => Ok(packed::unpack_without_ids(&bytes)?),
+        let vocabulary = packed::vocabulary(&bytes).unwrap_or(1);
+        let h = match self.format()? {
+            SnapshotFormat::ZstdPacked if ids => packed::unpack(&bytes)?,
+            SnapshotFormat::ZstdPacked => packed::unpack_without_ids(&bytes)?,
             SnapshotFormat::ZlibXml | SnapshotFormat::ZstdXml => {
-                Ok(read::read(&String::from_utf8(bytes)?)?)
+                read::read(&String::from_utf8(bytes)?)?
             }
-        }
+        };
+        Ok((h, vocabulary))
     }
 
     /// The stored hierarchy as XML.

@@ -1651,7 +1651,7 @@ mod tests {
             r#"/page/section[@label=concat('He said &quot;it', &quot;'&quot;, 's&quot;')]"#;
         format!(
             r#"<?xml version="1.0" encoding="UTF-8"?>
-<page label="Quotes" lang="en" version="1" xpath="/page">
+<page label="Quotes" lang="en" version="2" xpath="/page">
   <!-- made by hand -->
   <section label="Shares" xpath="/page/section[@label='Shares']">
     <table label="Shares" keycol="Ticker" xpath="{SHARES}">

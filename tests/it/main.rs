@@ -24,6 +24,7 @@ mod docs;
 mod fixture;
 mod handlers;
 mod harness;
+mod identity;
 mod hostile;
 mod layers;
 mod layout;

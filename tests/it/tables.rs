@@ -332,7 +332,7 @@ fn row_headers_in_two_columns_give_a_hierarchical_key() {
     let t = "/page/table[@label='Sales']";
     let expected = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
-<page version="1" xpath="/page">
+<page version="2" xpath="/page">
   <table label="Sales" keycol="Region / City" xpath="{t}">
     <row key="North / New York" xpath="{t}/row[@key='North / New York']">
       <cell col="Sales" num="100" xpath="{t}/row[@key='North / New York']/cell[@col='Sales']">100</cell>
@@ -358,7 +358,7 @@ fn a_first_row_header_keeps_the_key_column_header() {
     let t = "/page/table[1]";
     let expected = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
-<page version="1" xpath="/page">
+<page version="2" xpath="/page">
   <table keycol="Name" xpath="{t}">
     <row key="Alice" xpath="{t}/row[@key='Alice']">
       <cell col="Age" num="30" xpath="{t}/row[@key='Alice']/cell[@col='Age']">30</cell>
@@ -394,7 +394,7 @@ fn a_table_without_headers_keeps_its_corner_and_its_title_rows() {
     let t = "/page/table[@label='Cap / One / Two']";
     let expected = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
-<page version="1" xpath="/page">
+<page version="2" xpath="/page">
   <table label="Cap / One / Two" keycol="Corner" xpath="{t}">
     <row key="x" xpath="{t}/row[@key='x']">
       <cell col="A" xpath="{t}/row[@key='x']/cell[@col='A']">p</cell>
