@@ -1416,7 +1416,10 @@ pub const DISPLAY_LABEL_CHARS: usize = 40;
 /// are where it is, not what it is, and repeating them made every line
 /// hundreds of characters long.
 pub fn display_context<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
-    let labels: Vec<&str> = labels.into_iter().filter(|l| !l.is_empty()).collect();
+    let mut labels: Vec<&str> = labels.into_iter().filter(|l| !l.is_empty()).collect();
+    // A label repeated down the path (a page, its heading and its infobox
+    // all named "New Zealand") says nothing the second time.
+    labels.dedup();
     let from = labels.len().saturating_sub(DISPLAY_LABELS);
     labels[from..]
         .iter()

@@ -13,9 +13,9 @@ use super::apprise;
 use super::lenient;
 use super::raw::{
     ByteSize, Pos, RawAlerts, RawAuth, RawBrowser, RawClip, RawDaemon, RawEmail, RawExtract,
-    RawFailures, RawFetchDefaults, RawHookChannel, RawLayout, RawLimits, RawMonitor, RawNotifier,
-    RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText, RawSecurity,
-    RawKeyColumns, RawServer, RawSession, RawSmtp, RawStep, RawTableKey, RawThreshold, RawToken,
+    RawFailures, RawFetchDefaults, RawHookChannel, RawKeyColumns, RawLayout, RawLimits, RawMonitor,
+    RawNotifier, RawOnChange, RawRetention, RawSchedule, RawScope, RawSecret, RawSecretOrText,
+    RawSecurity, RawServer, RawSession, RawSmtp, RawStep, RawTableKey, RawThreshold, RawToken,
     RawWaitFor, RawWatch, RawWatchFetch, RawWebhook, Sp,
 };
 use super::tree::{DOCUMENT, join};
@@ -23,8 +23,8 @@ use super::{
     AlertSettings, Auth, Channel, ChannelConfig, Clip, DEFAULT_MAX_DRIFT, DaemonConfig, Database,
     DemoConfig, Diagnostic, ExtractSpec, FailurePolicy, FetchDefaults, FormField, Layout, Limits,
     Login, LoginForm, LoginHow, MAX_SECRET_FILE, NotifierConfig, OnChange, PageLimits, Scope,
-    Secret, SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, Threshold,
-    TableKey, TokenConfig, Watch, WatchFetch, WebhookConfig,
+    Secret, SecretUrl, ServerConfig, SessionConfig, SmtpConfig, SmtpSecurity, TableKey, Threshold,
+    TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
 use crate::page::browser::{
@@ -1635,7 +1635,11 @@ fn table_keys(raw: Option<&Sp<Vec<Sp<RawTableKey>>>>, cx: &mut Ctx) -> Vec<Table
             RawKeyColumns::Many(cs) => cs.clone(),
         };
         if k.value.table.value.trim().is_empty() {
-            cx.err(k.value.table.at, "keys.table", "a table label is needed".to_owned());
+            cx.err(
+                k.value.table.at,
+                "keys.table",
+                "a table label is needed".to_owned(),
+            );
             continue;
         }
         if columns.is_empty() || columns.iter().any(|c| c.trim().is_empty()) {

@@ -548,10 +548,12 @@ mod tests {
             <tr><th>City<th>Pop.</tr><tr><td>Auckland<td>1,712,300</tr>\
             <tr><td>Wellington<td>215,400</tr></table>\
             <table><caption>v t e Cities of the country</caption>\
-            <tr><td><a href=/a>Auckland</a><td><a href=/w>Wellington</a></tr>\
-            <tr><td><a href=/c>Christchurch</a><td><a href=/h>Hamilton</a></tr></table>\
-            <table><tr><td><a href=/1>Home</a><td><a href=/2>News</a></tr>\
-            <tr><td><a href=/3>Sport</a><td><a href=/4>Weather</a></tr></table>";
+            <tr><td><a href=/a>Auckland</a><td><a href=/w>Wellington</a><td><a href=/n>Napier</a></tr>\
+            <tr><td><a href=/c>Christchurch</a><td><a href=/h>Hamilton</a><td><a href=/d>Dunedin</a></tr>\
+            <tr><td><a href=/t>Tauranga</a><td><a href=/p>Picton</a><td><a href=/o>Oamaru</a></tr></table>\
+            <table><tr><td><a href=/1>Home</a><td><a href=/2>News</a><td><a href=/5>Travel</a></tr>\
+            <tr><td><a href=/3>Sport</a><td><a href=/4>Weather</a><td><a href=/6>Arts</a></tr>\
+            <tr><td><a href=/7>Food</a><td><a href=/8>Science</a><td><a href=/9>Video</a></tr></table>";
         let h = Hierarchy::from_html(html, None);
         let file = watch_file("file:///tmp/c.html", &h, None);
         assert!(file.contains("Left out: 2 navigation table(s)"), "{file}");

@@ -1566,6 +1566,7 @@ fn is_rank(s: &KeyStats<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extract::names::looks_like_price;
 
     fn records(html: &str) -> Records {
         extract(&Dom::parse(html))

@@ -321,8 +321,9 @@ pub fn rekey(table: &mut HNode, columns: &[&str]) -> bool {
         if row.kind != Kind::Row || row.children.is_empty() {
             continue;
         }
-        row.children
-            .retain(|c| !(c.kind == Kind::Cell && c.col.as_deref().is_some_and(|c| columns.contains(&c))));
+        row.children.retain(|c| {
+            !(c.kind == Kind::Cell && c.col.as_deref().is_some_and(|c| columns.contains(&c)))
+        });
         // The old key without the suffix that made it unique.
         let old = match (row.key.take(), row.attr("ordinal")) {
             (Some(k), Some(n)) => k
@@ -380,7 +381,9 @@ pub fn align(old: &mut Hierarchy, new: &Hierarchy) -> usize {
         };
         n += 1;
         let Some(partner) = partner else { return };
-        let Some(want) = partner.attr("keycol") else { return };
+        let Some(want) = partner.attr("keycol") else {
+            return;
+        };
         if t.attr("keycol") == Some(want) {
             return;
         }
@@ -465,11 +468,7 @@ mod tests {
 
     #[test]
     fn ordinals_are_not_keys() {
-        let rows: &[&[&str]] = &[
-            &["#1", "Acme"],
-            &["#2", "Globex"],
-            &["#3", "Initech"],
-        ];
+        let rows: &[&[&str]] = &[&["#1", "Acme"], &["#2", "Globex"], &["#3", "Initech"]];
         assert_eq!(key(rows), [1]);
         let rows: &[&[&str]] = &[&["1st", "Ann"], &["2nd", "Bob"], &["3rd", "Cy"]];
         assert_eq!(key(rows), [1]);
@@ -561,7 +560,9 @@ mod tests {
     fn side_by_side_blocks_are_found() {
         let h = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(
-            blocks(&h(&["", "Rank", "Name", "Pop.", "Rank", "Name", "Pop.", ""])),
+            blocks(&h(&[
+                "", "Rank", "Name", "Pop.", "Rank", "Name", "Pop.", ""
+            ])),
             Some(vec![vec![1, 2, 3], vec![4, 5, 6]])
         );
         assert_eq!(blocks(&h(&["Rank", "Name", "Pop."])), None);
@@ -576,7 +577,13 @@ mod tests {
 
     #[test]
     fn dates_and_ordinals_are_recognised() {
-        for d in ["1997", "2024-03-01", "3 March 2024", "Mar 3, 2024", "March 2024"] {
+        for d in [
+            "1997",
+            "2024-03-01",
+            "3 March 2024",
+            "Mar 3, 2024",
+            "March 2024",
+        ] {
             assert!(is_date(d), "{d}");
         }
         for d in ["Acme", "March of the Penguins 2", "12", "May"] {

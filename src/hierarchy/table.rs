@@ -55,8 +55,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{Builder, HNode, Kind, TagClass, key, text_content, text_leaf, weigh, wrap_node};
-use crate::hierarchy::text::clean_label;
 use crate::hierarchy::number::parse_number;
+use crate::hierarchy::text::clean_label;
 use crate::hierarchy::text::normalize;
 use crate::page::budget::Budget;
 use crate::page::dom::{NodeData, NodeId};
@@ -754,12 +754,7 @@ struct Body {
 /// previous block's, with the block's columns; a column in no block (a
 /// picture beside the blocks) is left out, and a line with nothing in a
 /// block gives no row. Label rows (full width) are kept once.
-fn body(
-    body: Vec<Vec<Option<Slot>>>,
-    headers: Vec<String>,
-    width: usize,
-    rest: &[usize],
-) -> Body {
+fn body(body: Vec<Vec<Option<Slot>>>, headers: Vec<String>, width: usize, rest: &[usize]) -> Body {
     let title_row = |cell: usize, width: usize| vec![Some(Slot { cell, blank: false }); width];
     let blocks = key::blocks(&headers).filter(|_| width > 1);
     let Some(blocks) = blocks else {

@@ -85,8 +85,10 @@ impl InlineText {
             if !self.alt.is_empty() {
                 self.alt.push(' ');
             }
-            self.alt
-                .extend(w.chars().filter(|&c| xml_allowed(c) && !invisible(c) && !c.is_control()));
+            self.alt.extend(
+                w.chars()
+                    .filter(|&c| xml_allowed(c) && !invisible(c) && !c.is_control()),
+            );
         }
     }
 
@@ -230,7 +232,10 @@ mod tests {
 
     #[test]
     fn labels_lose_navigation_chrome() {
-        assert_eq!(clean_label("v t e Kingdom of New Zealand"), "Kingdom of New Zealand");
+        assert_eq!(
+            clean_label("v t e Kingdom of New Zealand"),
+            "Kingdom of New Zealand"
+        );
         assert_eq!(clean_label("v · t · e Cities"), "Cities");
         assert_eq!(clean_label("History [edit]"), "History");
         assert_eq!(clean_label("History [ edit ]"), "History");
@@ -244,9 +249,13 @@ mod tests {
     #[test]
     fn long_labels_are_cut_at_a_word() {
         assert_eq!(short_label("Largest cities", 40), "Largest cities");
-        assert_eq!(short_label("Largest urban areas of New Zealand", 20), "Largest urban areas…");
+        assert_eq!(
+            short_label("Largest urban areas of New Zealand", 20),
+            "Largest urban areas…"
+        );
         assert_eq!(short_label("Supercalifragilistic", 8), "Superca…");
-        let s = short_label(&"word ".repeat(100), 30);
+        let long = "word ".repeat(100);
+        let s = short_label(&long, 30);
         assert!(s.chars().count() <= 30, "{s}");
     }
 

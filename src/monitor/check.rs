@@ -1739,10 +1739,7 @@ impl<'a> Work<'a> {
                 ),
                 (Transition::Found, _) => (
                     AlertKind::SelectorFound,
-                    format!(
-                        "{}: selector found again, value {shown} ({at})",
-                        t.name
-                    ),
+                    format!("{}: selector found again, value {shown} ({at})", t.name),
                 ),
             };
             let mut alert = self.alert(kind, summary);

@@ -26,8 +26,8 @@
 use std::time::SystemTime;
 
 use crate::diff::{Change, ChangeKind, diff_ignoring, ignored_ids, without};
-use crate::hierarchy::{Hierarchy, key};
 use crate::hierarchy::packed::{self, Url};
+use crate::hierarchy::{Hierarchy, key};
 use crate::store::{Recorded, Retention, SnapshotBody, SnapshotPart, Store, StoreError};
 use crate::xpath::XPathError;
 

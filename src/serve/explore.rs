@@ -664,7 +664,14 @@ mod tests {
         };
         let d = detail(3, &Event::Change(change), None, None);
         assert!(d.row.is_none());
-        let html = change_page("q", "Q", 3, SystemTime::UNIX_EPOCH, &[d], SystemTime::UNIX_EPOCH);
+        let html = change_page(
+            "q",
+            "Q",
+            3,
+            SystemTime::UNIX_EPOCH,
+            &[d],
+            SystemTime::UNIX_EPOCH,
+        );
         assert!(html.contains(">Wellington</td>"), "{html}");
         assert!(!html.contains("class=\"changed\""), "{html}");
     }

@@ -325,7 +325,7 @@ fn cli_diff_exit_status_and_formats() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "update  Market / Shares / Quotes / GAZP / Last: 251.30 -> 253.10 (+1.8)\n"
+        "update  Quotes / GAZP / Last: 251.30 -> 253.10 (+1.8)\n"
     );
     let args = ["diff", o.as_str(), o.as_str()];
     let out = semclip(&args, None);
@@ -481,13 +481,23 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
         "readability/wapo-1/source.html li Duplicate",
         "readability/wapo-2/source.html li Duplicate",
         "next-eval/html/84.html td EditText",
+        "next-eval/html/128.html td EditText",
+        // Keyed by its name column now, the nested table's column header
+        // labels both rows: one update of size 2 for one header cell.
+        "inscriptis/nested-table.html td EditText",
     ];
     let unexpected: Vec<&String> = incomplete
         .iter()
         .filter(|f| !known_incomplete.iter().any(|k| f.contains(k)))
         .collect();
     assert!(unexpected.is_empty(), "{unexpected:#?}");
-    let known = ["records/next-eval/html/84.html td EditText"];
+    // 128: the edited cell is in the column that names the records and
+    // repeats (`Double 100% up to $30 #2`), so the edit renames a row
+    // whose twin holds other values: a rename among repeated keys.
+    let known = [
+        "records/next-eval/html/84.html td EditText",
+        "records/next-eval/html/128.html td EditText",
+    ];
     let unexpected: Vec<&String> = failures
         .iter()
         .filter(|f| !known.iter().any(|k| f.contains(k)))

@@ -225,7 +225,11 @@ fn extracting_records_from_a_very_wide_table_is_near_linear() {
     let out = run_bounded_cpu(&args, 8);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
     let xml = String::from_utf8_lossy(&out.stdout);
-    assert!(xml.contains("f60000"), "every field is named");
+    // Every field is there, each in a named cell.
+    assert!(
+        xml.matches("<cell col=").count() >= 3 * 59_999,
+        "every field is named"
+    );
 }
 
 #[test]

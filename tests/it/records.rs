@@ -260,7 +260,9 @@ fn job_list() -> String {
     .collect();
     format!(
         r#"<!doctype html><html lang="en"><head><title>Jobs</title></head><body>
-        <nav><table><tr><td><a href="/">Home</a></td><td><a href="/jobs">Jobs</a></td><td><a href="/about">About</a></td><td><a href="/blog">Blog</a></td></tr></table></nav>
+        <nav><table><tr><td><a href="/">Home</a></td><td><a href="/jobs">Jobs</a></td><td><a href="/about">About</a></td><td><a href="/blog">Blog</a></td></tr>
+        <tr><td><a href="/help">Help</a></td><td><a href="/faq">FAQ</a></td><td><a href="/terms">Terms</a></td><td><a href="/contact">Contact</a></td></tr>
+        <tr><td><a href="/rss">RSS</a></td><td><a href="/api">API</a></td><td><a href="/press">Press</a></td><td><a href="/team">Team</a></td></tr></table></nav>
         <main><h2>Latest Rust jobs in Europe</h2><div class="results">{jobs}</div></main></body></html>"#
     )
 }

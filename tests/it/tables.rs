@@ -386,16 +386,19 @@ fn a_first_row_header_keeps_the_key_column_header() {
 #[test]
 fn a_table_without_headers_keeps_its_corner_and_its_title_rows() {
     // No TH: the first row is the header, its corner heads the key column
-    // (`keycol`); two full-width title rows and the caption all stay.
+    // (`keycol`); the caption labels the table and the two full-width
+    // title rows stay as label rows, so none of their text is lost.
     let out = xml(
         "<table><caption>Cap</caption><tr><td colspan=3>One<tr><td colspan=3>Two\
          <tr><td>Corner<td>A<td>B<tr><td>x<td>p<td>q<tr><td>y<td>r<td>s</table>",
     );
-    let t = "/page/table[@label='Cap / One / Two']";
+    let t = "/page/table[@label='Cap']";
     let expected = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <page version="2" xpath="/page">
-  <table label="Cap / One / Two" keycol="Corner" xpath="{t}">
+  <table label="Cap" keycol="Corner" xpath="{t}">
+    <row key="One" xpath="{t}/row[@key='One']"/>
+    <row key="Two" xpath="{t}/row[@key='Two']"/>
     <row key="x" xpath="{t}/row[@key='x']">
       <cell col="A" xpath="{t}/row[@key='x']/cell[@col='A']">p</cell>
       <cell col="B" xpath="{t}/row[@key='x']/cell[@col='B']">q</cell>
