@@ -92,7 +92,7 @@ pub fn choose(columns: &[Vec<Option<Probe<'_>>>]) -> Vec<usize> {
     if columns.is_empty() || rows < MIN_ROWS {
         return vec![0];
     }
-    let reads: Vec<Reads> = columns.iter().map(|c| reads(c)).collect();
+    let reads: Vec<Reads> = columns.iter().map(|c| reads(c.as_slice())).collect();
     let text = |j: usize, r: usize| columns[j][r].map_or("", |p| p.text);
     let distinct = |j: usize| -> usize {
         let set: rustc_hash::FxHashSet<&str> = (0..rows).map(|r| text(j, r)).collect();
@@ -258,7 +258,7 @@ pub fn blocks(headers: &[String]) -> Option<Vec<Vec<usize>>> {
         .collect();
     let n = named.len();
     for p in 2..=n / 2 {
-        if n % p != 0 {
+        if !n.is_multiple_of(p) {
             continue;
         }
         let repeats = (p..n).all(|i| headers[named[i]] == headers[named[i % p]]);

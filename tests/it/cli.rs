@@ -33,7 +33,7 @@ fn hierarchy_json_and_outline() {
     let out = semclip(&args, None);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["version"], "1");
+    assert_eq!(v["version"], semclip::VOCABULARY_VERSION);
     let cell = &v["page"]["children"][0]["children"][0]["children"][2];
     assert_eq!(cell["type"], "cell");
     assert_eq!(cell["col"], "Red eyes");

@@ -303,7 +303,7 @@ fn validate_names_every_problem_in_every_file() {
     let stderr = text(&out.stderr);
     let expected = [
         "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
-        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session (did you mean `thresholds`?)",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `thresholds`?)",
         "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
         "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
         "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
@@ -347,7 +347,7 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
         format!("watches/a.yaml:10:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of {threshold_keys} (did you mean `hysteresis`?)"),
         "watches/a.yaml:11:19: thresholds[0].notify[1]: unknown notifier `ops` (the daemon file defines: log)".to_owned(),
         "watches/b.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file".to_owned(),
-        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session (did you mean `schedule`?)".to_owned(),
+        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `schedule`?)".to_owned(),
         "watches/b.yaml:3:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)".to_owned(),
         "watches/b.yaml:5:3: layout.max_drfit: unknown field `max_drfit`, expected one of template, max_drift, notify (did you mean `max_drift`?)".to_owned(),
         "semclip: 11 configuration problems found".to_owned(),

@@ -545,7 +545,7 @@ fn an_unchanged_page_is_fetched_conditionally_and_not_parsed() {
     );
     let out = String::from_utf8_lossy(&third.stdout);
     assert!(
-        out.contains("Market / Shares / GAZP / Last: 251,30 -> 305,40"),
+        out.contains("  update  Shares / GAZP / Last: 251,30 -> 305,40"),
         "{out}"
     );
     assert!(
@@ -718,7 +718,10 @@ fn each_crossing_reaches_smtp_and_the_webhook_once_with_value_and_context() {
         "{subject}"
     );
     let text = first.body_text(0).unwrap_or_default().into_owned();
-    assert!(text.contains("Market / Shares / GAZP / Last"), "{text}");
+    assert!(
+        text.contains("Where:           Shares / GAZP / Last"),
+        "{text}"
+    );
     assert!(text.contains(&site.url("/quotes.html")), "{text}");
     assert_eq!(mails[0].rcpt_tos, ["ops@test.local"]);
     let second = mails[1].parsed().subject().unwrap_or_default().to_owned();
