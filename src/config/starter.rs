@@ -40,6 +40,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use crate::extract::names::unique;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
 /// Tables listed in a starter watch file, at most.
@@ -184,18 +185,6 @@ fn numeric_columns(table: &HNode) -> Vec<NumericColumn<'_>> {
         }
     }
     columns
-}
-
-/// A name not yet in `taken` (`name`, `name-2`, ...), recorded as taken.
-pub(crate) fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
-    let mut candidate = name.clone();
-    let mut n = 2;
-    while taken.contains(&candidate) {
-        candidate = format!("{name}-{n}");
-        n += 1;
-    }
-    taken.insert(candidate.clone());
-    candidate
 }
 
 /// A clip name from a caption or heading: its first [`MAX_CLIP_WORDS`]

@@ -25,6 +25,7 @@
 //! - **Typing** is English-and-digits only (month names, `ago`), like the
 //!   rest of the page reading: a date in another language is just text.
 
+use crate::hierarchy::key::MONTHS;
 use crate::hierarchy::number::{DecimalStyle, parse_number};
 
 /// Longest label (characters) taken as a field name.
@@ -444,21 +445,6 @@ pub fn looks_like_price(text: &str) -> bool {
             .any(|c| text.contains(c))
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 const UNITS: [&str; 8] = [
     "second", "minute", "hour", "day", "week", "month", "year", "min",
 ];
@@ -589,6 +575,18 @@ pub fn identity_of_name(name: &str) -> i8 {
     } else {
         0
     }
+}
+
+/// A name not yet in `taken` (`name`, `name-2`, ...), recorded as taken.
+pub(crate) fn unique(name: String, taken: &mut std::collections::BTreeSet<String>) -> String {
+    let mut candidate = name.clone();
+    let mut n = 2;
+    while taken.contains(&candidate) {
+        candidate = format!("{name}-{n}");
+        n += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
 }
 
 #[cfg(test)]

@@ -1473,7 +1473,7 @@ fn name_fields(records: &[Vec<RawField>]) -> Naming {
         }
     }
     let mut taken = std::collections::BTreeSet::new();
-    let mut take = |name: &str| crate::config::starter::unique(name.to_owned(), &mut taken);
+    let mut take = |name: &str| super::names::unique(name.to_owned(), &mut taken);
     // 1. What the page says.
     for (k, s) in order.iter().zip(stats.iter_mut()) {
         if naming.labels.contains(*k) {

@@ -38,8 +38,8 @@
 use std::sync::Arc;
 
 use super::{Article, Record, Records, Region, names};
+use crate::hierarchy::key::make_unique;
 use crate::hierarchy::number::{DecimalStyle, parse_number};
-use crate::hierarchy::table::make_unique;
 use crate::hierarchy::{HNode, Kind};
 
 /// The `role` of an article section.

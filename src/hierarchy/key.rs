@@ -42,10 +42,10 @@
 //! [`rekey`] re-keys a table already built, for a watch that names its
 //! key column and for snapshots stored under an older rule.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::hierarchy::number::{DecimalStyle, parse_number};
-use crate::hierarchy::table::{KEY_SEPARATOR, make_unique};
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
 /// Share of a column's values that must read as names for it to be a key.
@@ -202,7 +202,9 @@ fn is_ordinal(text: &str) -> bool {
     digits > 0 && matches!(&t[digits..], "st" | "nd" | "rd" | "th" | "." | "")
 }
 
-const MONTHS: [&str; 12] = [
+/// The English months' names, in lower case (dates are told by them here
+/// and in record fields, `extract::names`).
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",
@@ -412,6 +414,53 @@ fn collect_mut(nodes: &mut [HNode], f: &mut dyn FnMut(&mut HNode)) {
             f(n);
         }
         collect_mut(&mut n.children, f);
+    }
+}
+
+/// How the parts of a key read from several row-header columns are
+/// joined (`North / New York`), and the headers of those columns in
+/// `keycol` (`Region / City`).
+pub const KEY_SEPARATOR: &str = " / ";
+
+/// Makes the non-empty strings of `v` unique: the second `x` becomes
+/// `x #2`, the third `x #3` (skipping any that already exist).
+///
+/// Near-linear whatever the input: the search for a free `x #k` resumes
+/// where the previous search for `x` stopped (a suffix found taken stays
+/// taken), so keys built to collide with the suffixes (`x`, `x #2`, `x #3`,
+/// ..., then `x` again many times) cost one probe per suffix in all, not
+/// one per suffix per duplicate.
+pub(crate) fn make_unique(v: &mut [String]) {
+    // Most lists (a table's row keys, its column headers) are unique
+    // already: find that out without copying a value.
+    let mut distinct: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    if v.iter()
+        .filter(|s| !s.is_empty())
+        .all(|s| distinct.insert(s.as_str()))
+    {
+        return;
+    }
+    drop(distinct);
+    let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
+    // Per value: how often it was seen, and the next suffix to try.
+    let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
+    for s in v.iter_mut() {
+        if s.is_empty() {
+            continue;
+        }
+        let (count, next) = seen.entry(s.clone()).or_insert((0, 2));
+        *count += 1;
+        if *count > 1 {
+            let mut k = (*next).max(*count);
+            let mut candidate = format!("{s} #{k}");
+            while taken.contains(&candidate) {
+                k += 1;
+                candidate = format!("{s} #{k}");
+            }
+            *next = k + 1;
+            taken.insert(candidate.clone());
+            *s = candidate;
+        }
     }
 }
 

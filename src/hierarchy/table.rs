@@ -54,6 +54,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::key::{KEY_SEPARATOR, make_unique};
 use super::{Builder, HNode, Kind, TagClass, key, text_content, text_leaf, weigh, wrap_node};
 use crate::hierarchy::number::parse_number;
 use crate::hierarchy::text::clean_label;
@@ -875,11 +876,6 @@ fn key_columns(
     is_key
 }
 
-/// How the parts of a key read from several row-header columns are
-/// joined (`North / New York`), and the headers of those columns in
-/// `keycol` (`Region / City`).
-pub const KEY_SEPARATOR: &str = " / ";
-
 /// How many leading columns make the row key: 1, or more when the body
 /// rows carry row headers in several columns (`<th rowspan=2>North</th>
 /// <th>New York</th><td>100</td>`): the leading columns where every body
@@ -919,48 +915,6 @@ fn row_header_columns(
         k += 1;
     }
     k.max(1)
-}
-
-/// Makes the non-empty strings of `v` unique: the second `x` becomes
-/// `x #2`, the third `x #3` (skipping any that already exist).
-///
-/// Near-linear whatever the input: the search for a free `x #k` resumes
-/// where the previous search for `x` stopped (a suffix found taken stays
-/// taken), so keys built to collide with the suffixes (`x`, `x #2`, `x #3`,
-/// ..., then `x` again many times) cost one probe per suffix in all, not
-/// one per suffix per duplicate.
-pub(crate) fn make_unique(v: &mut [String]) {
-    // Most lists (a table's row keys, its column headers) are unique
-    // already: find that out without copying a value.
-    let mut distinct: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
-    if v.iter()
-        .filter(|s| !s.is_empty())
-        .all(|s| distinct.insert(s.as_str()))
-    {
-        return;
-    }
-    drop(distinct);
-    let mut taken: HashSet<String> = v.iter().filter(|s| !s.is_empty()).cloned().collect();
-    // Per value: how often it was seen, and the next suffix to try.
-    let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
-    for s in v.iter_mut() {
-        if s.is_empty() {
-            continue;
-        }
-        let (count, next) = seen.entry(s.clone()).or_insert((0, 2));
-        *count += 1;
-        if *count > 1 {
-            let mut k = (*next).max(*count);
-            let mut candidate = format!("{s} #{k}");
-            while taken.contains(&candidate) {
-                k += 1;
-                candidate = format!("{s} #{k}");
-            }
-            *next = k + 1;
-            taken.insert(candidate.clone());
-            *s = candidate;
-        }
-    }
 }
 
 /// The pseudo-tables of every data table in `dom`, in document order.
