@@ -27,7 +27,9 @@ use super::{
     TokenConfig, Watch, WatchFetch, WebhookConfig,
 };
 use crate::config::schedule::{Schedule, parse_cron};
-use crate::page::browser::{BrowserSettings, Ready, RenderOptions, Resource, Step, WaitFor};
+use crate::page::browser::{
+    BrowserSettings, Ready, RenderOptions, Resource, Revalidate, Step, WaitFor,
+};
 use crate::page::fence::{AllowHost, Fence, FencedRead};
 use crate::store::Retention;
 use crate::xpath::{XPathType, result_type};
@@ -2255,6 +2257,7 @@ fn render_options(f: &RawWatchFetch, cx: &mut Ctx) -> Option<Option<RenderOption
         ("fetch.wait_for", f.wait_for.as_ref().map(|w| w.at)),
         ("fetch.viewport", f.viewport.as_ref().map(|v| v.at)),
         ("fetch.block", f.block.as_ref().map(|b| b.at)),
+        ("fetch.revalidate", f.revalidate.as_ref().map(|r| r.at)),
     ];
     if !browser {
         let mut ok = true;
@@ -2329,6 +2332,22 @@ fn render_options(f: &RawWatchFetch, cx: &mut Ctx) -> Option<Option<RenderOption
                     );
                     ok = false;
                 }
+            }
+        }
+    }
+    if let Some(r) = &f.revalidate {
+        match Revalidate::from_name(r.value.trim()) {
+            Some(revalidate) => options.revalidate = revalidate,
+            None => {
+                cx.err(
+                    r.at,
+                    "fetch.revalidate",
+                    format!(
+                        "unknown revalidate `{}`: expected one of render, html",
+                        r.value
+                    ),
+                );
+                ok = false;
             }
         }
     }

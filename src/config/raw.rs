@@ -386,7 +386,7 @@ pub(crate) struct RawBrowser {
     pub executable: Option<Sp<String>>,
     /// Pages rendered at once, at least 1. Default: 4.
     pub max_pages: Option<Sp<usize>>,
-    /// Resident memory of all the browser's processes beyond which it is killed and restarted. Default: 2GiB.
+    /// Memory of all the browser's processes (PSS from /proc/PID/smaps_rollup, shared pages divided among them) beyond which it is killed and restarted. Default: 2GiB.
     pub memory_cap: Option<Sp<ByteSize>>,
 }
 
@@ -861,12 +861,14 @@ pub(crate) struct RawWatchFetch {
     pub proxy: Option<Sp<String>>,
     /// How the page is loaded: http (default: the server's HTML as sent) or browser (rendered by the daemon's local Chromium, JavaScript run; http and https URLs only).
     pub render: Option<Sp<String>>,
-    /// With render: browser, what must match before the page is taken, waited for until `timeout`: a CSS selector or an XPath over the DOM (text), or {hierarchy: XPATH}, an XPath over the page's hierarchy. Default: the page is taken at its load event.
+    /// With render: browser, what must match before the page is taken, waited for until `timeout`: a CSS selector or an XPath over the DOM (text), or {hierarchy: XPATH}, an XPath over the page's hierarchy. Default: the page is taken once it has settled (no request in flight and no DOM mutation for 500 ms, or at the timeout less a reserve).
     pub wait_for: Option<Sp<RawWaitFor>>,
     /// With render: browser, the viewport as WIDTHxHEIGHT in CSS pixels. Default: 1280x800.
     pub viewport: Option<Sp<String>>,
     /// With render: browser, the subresources not loaded: any of images, fonts, media. Default: all three.
     pub block: Option<Sp<Vec<Sp<String>>>>,
+    /// With render: browser, what a check asks the server before rendering: render (default: nothing, the page is rendered at every check, so data its scripts fetch is never missed) or html (a conditional request for the HTML with the last render's validators; a 304 ends the check without a render: for pages whose data is in their HTML).
+    pub revalidate: Option<Sp<String>>,
 }
 
 /// HTTP authentication.

@@ -34,7 +34,9 @@ use crate::monitor::threshold::{self, Bounds, Level, Reading, Transition};
 use crate::monitor::watch_page::{self, WatchPage};
 use crate::monitor::workers::{WorkerPanicked, Workers};
 use crate::notify::{Alert, AlertKind, ChangeLine, ThresholdAlert};
-use crate::page::browser::{Browsers, DomTest, Job, Ready, RenderOptions, RenderRequest, Rendered};
+use crate::page::browser::{
+    Browsers, DomTest, Job, Ready, RenderOptions, RenderRequest, Rendered, Revalidate,
+};
 use crate::page::budget::{Budget, Exceeded, PageLimits};
 use crate::page::fetch::{self, Clients, Credentials, Fetched, HostLimiter, PageRequest};
 use crate::page::session::BrowserCookie;
@@ -464,7 +466,16 @@ async fn checked(
             None => match &watch.fetch.render {
                 Some(options) => {
                     let session = session.as_deref();
-                    match revalidate(engine, session, &mut request, now, dry_run).await {
+                    // `revalidate: render` (the default) skips the
+                    // conditional request: a 304 on the HTML says nothing
+                    // of the data its scripts fetch.
+                    let answered = match options.revalidate {
+                        Revalidate::Html => {
+                            revalidate(engine, session, &mut request, now, dry_run).await
+                        }
+                        Revalidate::Render => None,
+                    };
+                    match answered {
                         Some(answered) => answered,
                         None => render(engine, watch, options, session, now, dry_run).await,
                     }
@@ -613,6 +624,7 @@ async fn log_in(
                     hierarchy: None,
                     timeout: request.opts.request_timeout,
                     max_bytes: request.opts.max_body_bytes,
+                    fence: engine.clients.fence(),
                 },
             )
             .await;
@@ -1035,6 +1047,7 @@ async fn render(
             hierarchy: hierarchy.as_ref().map(|t| t as &dyn DomTest),
             timeout: watch.fetch.timeout,
             max_bytes: watch.fetch.max_body,
+            fence: engine.clients.fence(),
         },
     )
     .await;
@@ -1061,6 +1074,7 @@ async fn render(
         }
     }
     let rendered = rendered?;
+    rendered.diagnose(&watch.id);
     Ok(Fetched::Page {
         page: RawPage {
             bytes: rendered.html.into_bytes(),

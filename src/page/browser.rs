@@ -7,6 +7,11 @@
 //!
 //! - **One browser per daemon, started lazily** on the first render, in its
 //!   own process group, with a throw-away profile directory.
+//! - **No DevTools port.** The browser speaks DevTools over a pipe
+//!   (`--remote-debugging-pipe`); the driver, which speaks it over a
+//!   WebSocket only, reaches the pipe through a bridge (`PipeBridge`): a loopback
+//!   endpoint at an unguessable path that accepts the driver's one
+//!   connection and closes before the first render.
 //! - **At most [`BrowserSettings::max_pages`] tabs at once**; a render
 //!   waits for a tab within its own deadline. Every tab is closed after its
 //!   render, whatever happened.
@@ -15,8 +20,8 @@
 //!   or a `while(true)` page would hang its call for ever).
 //! - **A watchdog.** A renderer crash (`Inspector.targetCrashed`), a page
 //!   that does not finish by its deadline (a spinning script), a browser
-//!   process that exits, or a browser whose resident memory (summed over
-//!   its process tree from `/proc`) passes [`BrowserSettings::memory_cap`]:
+//!   process that exits, or a browser whose memory (PSS summed over its
+//!   process tree, [`tree_pss`]) passes [`BrowserSettings::memory_cap`]:
 //!   the browser is retired and the next render starts a new one. A retired
 //!   browser is killed (its whole process group) when the last render
 //!   still using it ends, so that only the render that hit the trouble
@@ -24,6 +29,10 @@
 //!   grew cannot be told, and memory is what must be protected).
 //! - **Nothing is left behind:** [`Browsers::shutdown`] and dropping the
 //!   last handle kill the process group and remove the profile directory.
+//!   A daemon killed outright takes its browser with it (the parent-death
+//!   signal, set by `setpriv`), and the first start of a later run removes
+//!   what a killed run left ([`reap_leftovers`]: profiles whose owner file
+//!   names a dead process, and the processes using them).
 //!
 //! # Decisions
 //!
@@ -38,14 +47,29 @@
 //!   builds the hierarchy; this module knows nothing of hierarchies), and
 //!   when it does not match, taken again at the next DOM mutation, at most
 //!   once per [`REBUILD_EVERY`], until the deadline.
-//! - Images, fonts and media are blocked by URL pattern (file extensions),
-//!   which misses such resources served without one: the cheap, stateless
-//!   choice (blocking by resource type needs request interception, an
-//!   event loop per tab).
+//! - **One fence for every request.** Each tab pauses every request its
+//!   page makes (the DevTools `Fetch` domain at the request stage, every
+//!   URL: the navigation, each redirect hop, frames, subresources,
+//!   `fetch`/XHR, worker scripts) and judges it with the daemon's fence
+//!   ([`Fence::judge_request`]) before it is sent: the watch's own origin
+//!   trusted as for an HTTP fetch, anything else held to the redirect
+//!   rule, names judged by the addresses semclip resolves them to. A
+//!   refused request fails in the page (`net::ERR_ACCESS_DENIED`), is
+//!   counted and named ([`RequestLog`], [`Rendered::diagnose`]); a refused
+//!   navigation fails the render ([`BrowserError::Refused`]). WebSockets,
+//!   which `Fetch` does not pause, are refused by URL pattern except to
+//!   the watch's own origin; service workers are bypassed, so a page's
+//!   requests never go through one. Frames are kept in the page's process
+//!   (no site isolation): a frame's requests are its page's to judge.
+//! - **Settle before reading.** Without `wait_for`, the page is taken once
+//!   it is quiet: no request in flight (the `Network` domain's events) and
+//!   no DOM mutation (a `MutationObserver` installed in every document
+//!   before its scripts) for [`QUIET`], or at the deadline less a reserve;
+//!   [`Settled`] says which.
+//! - Images, fonts and media are refused by resource type, as the tab's
+//!   requests are paused anyway.
 //! - A render is not retried: a page that hung or crashed the browser once
 //!   is not given a second chance in the same check.
-//! - The browser's own requests (subresources, redirects, scripts' fetches)
-//!   are not held to the daemon's fence; only the watch's URL is.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,14 +79,19 @@ use std::time::Duration;
 use chromiumoxide::Browser;
 use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    ContinueRequestParams, EnableParams as FetchEnable, EventRequestPaused, FailRequestParams,
+    RequestPattern, RequestStage,
+};
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    BlockPattern, CookieParam, EventResponseReceived, Headers, ResourceType, SetBlockedUrLsParams,
-    SetExtraHttpHeadersParams, TimeSinceEpoch,
+    BlockPattern, CookieParam, ErrorReason, EventLoadingFailed, EventLoadingFinished,
+    EventRequestWillBeSent, EventResponseReceived, Headers, ResourceType, SetBlockedUrLsParams,
+    SetBypassServiceWorkerParams, SetExtraHttpHeadersParams, TimeSinceEpoch,
 };
-use chromiumoxide::cdp::browser_protocol::page::FrameId;
+use chromiumoxide::cdp::browser_protocol::page::{AddScriptToEvaluateOnNewDocumentParams, FrameId};
 use chromiumoxide::cdp::browser_protocol::storage::{
     GetCookiesParams as StorageGetCookies, SetCookiesParams as StorageSetCookies,
 };
@@ -79,11 +108,12 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use url::Url;
 
+use crate::page::fence::Fence;
 use crate::page::session::BrowserCookie;
 
 /// Tabs open at once by default.
 pub const DEFAULT_MAX_PAGES: usize = 4;
-/// The browser's resident memory (all its processes) beyond which it is
+/// The browser's memory (PSS, all its processes) beyond which it is
 /// restarted, by default: 2 GiB.
 pub const DEFAULT_MEMORY_CAP: u64 = 2 << 30;
 /// The executables looked for on `PATH`, in order, when none is set.
@@ -112,8 +142,8 @@ pub struct BrowserSettings {
     pub executable: Option<PathBuf>,
     /// Tabs open at once, at least 1.
     pub max_pages: usize,
-    /// Resident memory of all the browser's processes, in bytes, beyond
-    /// which it is restarted.
+    /// Memory of all the browser's processes (PSS, [`tree_pss`]), in
+    /// bytes, beyond which it is restarted.
     pub memory_cap: u64,
 }
 
@@ -207,18 +237,6 @@ impl Resource {
     pub fn from_name(name: &str) -> Option<Resource> {
         Resource::ALL.into_iter().find(|r| r.name() == name)
     }
-
-    fn extensions(self) -> &'static [&'static str] {
-        match self {
-            Resource::Images => &[
-                "png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico", "bmp",
-            ],
-            Resource::Fonts => &["woff", "woff2", "ttf", "otf", "eot"],
-            Resource::Media => &[
-                "mp4", "webm", "ogg", "ogv", "mp3", "wav", "m4a", "m4v", "mov", "flac",
-            ],
-        }
-    }
 }
 
 /// What must hold before a rendered page is taken (a watch's
@@ -261,16 +279,51 @@ pub trait DomTest: Send + Sync + std::fmt::Debug {
 /// page budget, not one per mutation.
 pub const REBUILD_EVERY: Duration = Duration::from_millis(250);
 
+/// What a rendered watch's check asks the server before rendering
+/// (`fetch.revalidate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Revalidate {
+    /// Nothing: the page is rendered at every check. A 304 on the HTML
+    /// shell says nothing of the data its scripts fetch, so this is the
+    /// default: a rendered check never goes stale.
+    #[default]
+    Render,
+    /// A conditional request for the HTML with the validators of the last
+    /// render; a 304 ends the check without a render. For pages whose data
+    /// is in their HTML.
+    Html,
+}
+
+impl Revalidate {
+    /// Every choice.
+    pub const ALL: [Revalidate; 2] = [Revalidate::Render, Revalidate::Html];
+
+    /// The name in watch files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Revalidate::Render => "render",
+            Revalidate::Html => "html",
+        }
+    }
+
+    /// The choice named `name`.
+    pub fn from_name(name: &str) -> Option<Revalidate> {
+        Revalidate::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
 /// A watch's render options (`fetch: {render: browser, ...}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderOptions {
     /// What must match before the page is taken; `None`: the page is taken
-    /// at its `load` event.
+    /// once it has settled ([`QUIET`]).
     pub wait_for: Option<Ready>,
     /// The viewport, width and height in CSS pixels.
     pub viewport: (u32, u32),
     /// Subresources not loaded.
     pub block: Vec<Resource>,
+    /// What a check asks before rendering.
+    pub revalidate: Revalidate,
 }
 
 /// The default viewport.
@@ -282,6 +335,7 @@ impl Default for RenderOptions {
             wait_for: None,
             viewport: DEFAULT_VIEWPORT,
             block: Resource::ALL.to_vec(),
+            revalidate: Revalidate::default(),
         }
     }
 }
@@ -354,6 +408,8 @@ pub struct RenderRequest<'a> {
     pub timeout: Duration,
     /// The largest rendered DOM accepted, in bytes.
     pub max_bytes: u64,
+    /// The daemon's fence, which judges every request the page makes.
+    pub fence: &'a Fence,
 }
 
 /// What a render gives back.
@@ -373,6 +429,117 @@ pub struct Rendered {
     pub etag: Option<String>,
     /// The `Last-Modified` of the page's own response, if it had one.
     pub last_modified: Option<String>,
+    /// What the fence and the `block` list did to the page's requests.
+    pub requests: RequestLog,
+    /// How the render waited for the page to settle (no `wait_for`).
+    pub settled: Option<Settled>,
+}
+
+/// How many refused requests a [`RequestLog`] names.
+pub const NAMED_REFUSALS: usize = 10;
+
+/// What became of a render's requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestLog {
+    /// Requests let through.
+    pub allowed: u64,
+    /// Requests of a kind the watch's `block` names, failed unsent.
+    pub blocked: u64,
+    /// Requests the fence refused, failed in the page as network errors.
+    pub refused: u64,
+    /// The first [`NAMED_REFUSALS`] refused, each as `URL (why)`.
+    pub named: Vec<String>,
+}
+
+impl RequestLog {
+    /// The refused requests for a message: named, then how many more.
+    pub fn refusals(&self) -> String {
+        let mut text = self.named.join("; ");
+        let more = self.refused.saturating_sub(self.named.len() as u64);
+        if more > 0 {
+            text.push_str(&format!("; and {more} more"));
+        }
+        text
+    }
+
+    fn refuse(&mut self, url: &str, why: &str) {
+        self.refused += 1;
+        if self.named.len() < NAMED_REFUSALS {
+            // A data: URL or a long query is cut: the message names it.
+            let url: String = url.chars().take(200).collect();
+            self.named.push(format!("{url} ({why})"));
+        }
+    }
+}
+
+/// How long a page without `wait_for` must be quiet, no request in flight
+/// and no DOM mutation, before it is taken.
+pub const QUIET: Duration = Duration::from_millis(500);
+/// How often the settle wait looks at the page.
+const SETTLE_POLL: Duration = Duration::from_millis(100);
+/// The time kept, at most, from the settle wait for serialising the DOM
+/// (never more than a quarter of what is left of the deadline).
+const SETTLE_RESERVE: Duration = Duration::from_secs(1);
+
+/// How a render without `wait_for` waited for its page to settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// From the `load` event to the DOM taken.
+    pub waited: Duration,
+    /// True: the page was quiet for [`QUIET`]; false: the wait reached its
+    /// bound (the deadline less a reserve) and the page was taken as it
+    /// was.
+    pub quiet: bool,
+    /// Requests still in flight when the page was taken.
+    pub in_flight: usize,
+}
+
+impl std::fmt::Display for Settled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.waited.as_millis();
+        if self.quiet {
+            write!(
+                f,
+                "settled {ms} ms after load: no request in flight and no DOM mutation for {} ms",
+                QUIET.as_millis()
+            )
+        } else {
+            write!(
+                f,
+                "taken {ms} ms after load at the settle bound, not quiet ({} requests in flight)",
+                self.in_flight
+            )
+        }
+    }
+}
+
+impl Rendered {
+    /// Logs the render's diagnostics for `watch`: what became of the
+    /// page's requests (each refused one named, as a warning) and how the
+    /// page settled.
+    pub fn diagnose(&self, watch: &str) {
+        let r = &self.requests;
+        if r.refused > 0 {
+            tracing::warn!(
+                watch,
+                refused = r.refused,
+                requests = %r.refusals(),
+                "the fence refused requests of the rendered page"
+            );
+        }
+        let settle = self
+            .settled
+            .as_ref()
+            .map_or_else(|| "wait_for".to_owned(), Settled::to_string);
+        tracing::info!(
+            watch,
+            allowed = r.allowed,
+            blocked = r.blocked,
+            refused = r.refused,
+            settle = %settle,
+            "page rendered"
+        );
+    }
 }
 
 /// Why a render failed.
@@ -456,6 +623,15 @@ pub enum BrowserError {
     TooLarge {
         /// The cap.
         limit: u64,
+    },
+    /// The page's own navigation failed, and the fence had refused
+    /// requests of the page (a redirect of its URL, most likely).
+    #[error("{reason}; refused by the fence: {}", requests.refusals())]
+    Refused {
+        /// The browser's message.
+        reason: String,
+        /// The page's requests.
+        requests: RequestLog,
     },
 }
 
@@ -652,12 +828,15 @@ fn retires(error: &BrowserError) -> bool {
 
 /// The first of [`EXECUTABLES`] on `PATH`.
 pub fn find_executable() -> Option<PathBuf> {
+    EXECUTABLES.iter().find_map(|name| find_on_path(name))
+}
+
+/// The executable `name` in the first directory of `PATH` holding it.
+fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    EXECUTABLES.iter().find_map(|name| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| candidate.is_file())
-    })
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// One running browser.
@@ -693,16 +872,64 @@ impl Instance {
             executable: executable.to_owned(),
             reason,
         };
+        static REAPED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+        REAPED
+            .get_or_init(|| async {
+                let _ = tokio::task::spawn_blocking(reap_leftovers).await;
+            })
+            .await;
         let dir = profile_dir().map_err(|e| failed(format!("no profile directory: {e}")))?;
-        let mut command = Command::new(executable);
+        // The browser dies with this process however it dies: `setpriv`
+        // (util-linux) sets the parent-death signal and execs it (this
+        // crate forbids `unsafe`, which `pre_exec` needs). The "parent" is
+        // the spawning thread: a runtime worker, living as long as the
+        // runtime. Without `setpriv`, a leftover is reaped at the next
+        // start (`reap_leftovers`).
+        let mut command = match find_on_path("setpriv") {
+            Some(setpriv) => {
+                let mut command = Command::new(setpriv);
+                command.args(["--pdeathsig", "KILL", "--"]);
+                command
+            }
+            None => {
+                tracing::warn!("no setpriv on PATH: the browser may outlive a killed daemon");
+                Command::new("sh")
+            }
+        };
+        // DevTools over a pipe (`--remote-debugging-pipe`: commands in on
+        // fd 3, answers out on fd 4), not a TCP port any local process
+        // could drive. The pipes are handed over as the child's standard
+        // input and output (the only descriptors `std` hands a child
+        // without `unsafe`), moved to 3 and 4 by `sh` before it execs the
+        // browser.
+        let pipes = std::io::pipe().and_then(|to| Ok((to, std::io::pipe()?)));
+        let ((browser_in, to_browser), (from_browser, browser_out)) = match pipes {
+            Ok(pipes) => pipes,
+            Err(e) => {
+                remove_profile(&dir);
+                return Err(failed(format!("no pipe: {e}")));
+            }
+        };
+        if command.as_std().get_program() != "sh" {
+            command.arg("sh");
+        }
         command
+            .args([
+                "-c",
+                "exec 3<&0 4>&1 </dev/null >/dev/null && exec \"$0\" \"$@\"",
+            ])
+            .arg(executable)
             .args(browser_args(&dir))
             .process_group(0)
             .kill_on_drop(true)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
+            .stdin(std::process::Stdio::from(browser_in))
+            .stdout(std::process::Stdio::from(browser_out))
             .stderr(std::process::Stdio::piped());
-        let mut child = match command.spawn() {
+        let spawned = command.spawn();
+        // The child's ends are the child's alone from here: a read of its
+        // answers ends when it exits.
+        drop(command);
+        let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
                 remove_profile(&dir);
@@ -724,26 +951,9 @@ impl Instance {
             return Err(cleanup("no standard error".into()));
         };
         let mut lines = BufReader::new(stderr).lines();
-        let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
-            let mut last = String::new();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(ws) = line.strip_prefix("DevTools listening on ") {
-                    return Ok(ws.trim().to_owned());
-                }
-                last = line;
-            }
-            Err(last)
-        })
-        .await;
-        let ws = match found {
-            Ok(Ok(ws)) => ws,
-            Ok(Err(last)) => return Err(cleanup(format!("it exited: {last}"))),
-            Err(_) => {
-                return Err(cleanup(format!(
-                    "no DevTools address within {}s",
-                    LAUNCH_TIMEOUT.as_secs()
-                )));
-            }
+        let (ws, bridge) = match PipeBridge::start(to_browser, from_browser).await {
+            Ok(bridge) => bridge,
+            Err(e) => return Err(cleanup(format!("cannot bridge its DevTools pipe: {e}"))),
         };
         let config = HandlerConfig {
             ignore_https_errors: false,
@@ -762,7 +972,7 @@ impl Instance {
         };
         let (dead_tx, dead) = watch::channel(None);
         let dead_tx = Arc::new(dead_tx);
-        let mut tasks = Vec::new();
+        let mut tasks = bridge;
         // The driver's event loop: it must be polled for any call to
         // complete.
         tasks.push(tokio::spawn(async move {
@@ -800,12 +1010,12 @@ impl Instance {
         tasks.push(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(WATCH_EVERY).await;
-                let rss = tokio::task::spawn_blocking(move || tree_rss(pid))
+                let pss = tokio::task::spawn_blocking(move || tree_pss(pid))
                     .await
                     .unwrap_or(0);
-                if rss > cap {
-                    let reason = format!("{rss} bytes resident, over the cap of {cap}");
-                    tracing::warn!(pid, rss, cap, "browser over its memory cap; killing it");
+                if pss > cap {
+                    let reason = format!("{pss} bytes of PSS, over the cap of {cap}");
+                    tracing::warn!(pid, pss, cap, "browser over its memory cap; killing it");
                     dead_tx.send_replace(Some(reason));
                     kill_group(pid);
                     return;
@@ -972,6 +1182,9 @@ async fn load(
     page.execute(InspectorEnable::default())
         .await
         .map_err(protocol("listening for crashes"))?;
+    // Every request of the page is judged from here on, until the tab
+    // closes (the task is stopped when `net` goes).
+    let net = Network::watch(page, &req).await?;
     let work = async {
         let (width, height) = req.options.viewport;
         page.execute(SetDeviceMetricsOverrideParams::new(
@@ -979,18 +1192,12 @@ async fn load(
         ))
         .await
         .map_err(protocol("setting the viewport"))?;
-        if !req.options.block.is_empty() {
-            let patterns = req.options.block.iter().flat_map(|r| {
-                r.extensions()
-                    .iter()
-                    .map(|ext| BlockPattern::new(format!("*://*:*/*.{ext}"), true))
-            });
-            let params = SetBlockedUrLsParams::builder()
-                .url_patterns(patterns)
-                .build();
-            page.execute(params)
+        // Installed for every document before its first script: the
+        // settle wait reads when the DOM last changed.
+        if req.options.wait_for.is_none() && matches!(req.job, Job::Page) {
+            page.execute(AddScriptToEvaluateOnNewDocumentParams::new(QUIET_INSTALL))
                 .await
-                .map_err(protocol("blocking resources"))?;
+                .map_err(protocol("watching the DOM"))?;
         }
         if !req.headers.is_empty() {
             let map: serde_json::Map<String, serde_json::Value> = req
@@ -1006,14 +1213,24 @@ async fn load(
             .event_listener::<EventResponseReceived>()
             .await
             .map_err(protocol("listening for responses"))?;
-        page.goto(req.url.as_str())
-            .await
-            .map_err(protocol("loading the page"))?;
+        let navigated = page.goto(req.url.as_str()).await.map(drop);
+        net.loaded.store(true, Ordering::SeqCst);
+        check_loaded(page, navigated, &net).await?;
         let main = page.mainframe().await.ok().flatten();
         let (etag, last_modified) = document_validators(&mut responses, main.as_ref());
         drop(responses);
+        let mut settled = None;
         let html = match req.job {
-            Job::Page => take_page(page, req, deadline).await?,
+            Job::Page => {
+                if req.options.wait_for.is_none() {
+                    let quiet = settle(page, &net, deadline).await;
+                    tracing::debug!(url = %req.url, %quiet, "page settled");
+                    settled = Some(quiet);
+                }
+                let html = take_page(page, req, deadline).await?;
+                check_loaded(page, Ok(()), &net).await?;
+                html
+            }
             Job::Login(steps) => {
                 run_steps(page, steps, req.timeout, deadline).await?;
                 String::new()
@@ -1026,11 +1243,368 @@ async fn load(
             cookies,
             etag,
             last_modified,
+            requests: lock(&net.log).clone(),
+            settled,
         })
     };
     tokio::select! {
         result = work => result,
         _ = crashed.next() => Err(BrowserError::Crashed),
+    }
+}
+
+/// A tab's requests as seen from DevTools: each one paused (the `Fetch`
+/// domain, at its request stage, every URL) and judged before it is sent,
+/// and those in flight counted (the `Network` domain) for the settle wait.
+/// One task per tab, stopped when this is dropped.
+struct Network {
+    log: Arc<Mutex<RequestLog>>,
+    /// Set once the page's own navigation (and its redirects) is done.
+    loaded: Arc<AtomicBool>,
+    /// The requests in flight and when the last one started or ended.
+    flight: Arc<Mutex<Flight>>,
+    task: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Flight {
+    requests: std::collections::HashSet<String>,
+    last: Instant,
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One event of a tab's network.
+enum NetEvent {
+    Paused(Arc<EventRequestPaused>),
+    Started(String),
+    Ended(String),
+}
+
+impl Network {
+    /// Starts judging `page`'s requests by `req`'s fence and block list.
+    ///
+    /// Decisions: the listeners are in place before `Fetch.enable`, so no
+    /// request is paused unheard (a paused request not answered would hang
+    /// the page). Judgements are made one at a time, in order, each
+    /// origin's verdict kept for the render (a name is resolved once).
+    /// What `Fetch` does not pause is covered otherwise (README,
+    /// "JavaScript pages"): WebSockets are blocked by URL pattern, and
+    /// service workers are bypassed.
+    async fn watch(
+        page: &chromiumoxide::Page,
+        req: &RenderRequest<'_>,
+    ) -> Result<Network, BrowserError> {
+        let step = "intercepting requests";
+        let paused = page
+            .event_listener::<EventRequestPaused>()
+            .await
+            .map_err(protocol(step))?;
+        let started = page
+            .event_listener::<EventRequestWillBeSent>()
+            .await
+            .map_err(protocol(step))?;
+        let finished = page
+            .event_listener::<EventLoadingFinished>()
+            .await
+            .map_err(protocol(step))?;
+        let failed = page
+            .event_listener::<EventLoadingFailed>()
+            .await
+            .map_err(protocol(step))?;
+        let events = futures::stream::select_all([
+            paused.map(NetEvent::Paused).boxed(),
+            started
+                .map(|e| NetEvent::Started(e.request_id.as_ref().to_owned()))
+                .boxed(),
+            finished
+                .map(|e| NetEvent::Ended(e.request_id.as_ref().to_owned()))
+                .boxed(),
+            failed
+                .map(|e| NetEvent::Ended(e.request_id.as_ref().to_owned()))
+                .boxed(),
+        ]);
+        let log = Arc::new(Mutex::new(RequestLog::default()));
+        let flight = Arc::new(Mutex::new(Flight {
+            requests: std::collections::HashSet::new(),
+            last: Instant::now(),
+        }));
+        let loaded = Arc::new(AtomicBool::new(false));
+        let judge = Judge {
+            loaded: Arc::clone(&loaded),
+            page: page.clone(),
+            fence: req.fence.clone(),
+            watch: req.url.clone(),
+            block: req.options.block.clone(),
+            log: Arc::clone(&log),
+            flight: Arc::clone(&flight),
+            verdicts: std::collections::HashMap::new(),
+        };
+        let task = tokio::spawn(judge.run(events));
+        // WebSockets are not paused by `Fetch`: all refused but those to
+        // the watch's own origin, when trusted.
+        let mut patterns = Vec::new();
+        if req.fence.trust_watch_urls || req.fence.allow_private {
+            if let Some(own) = websocket_origin(req.url) {
+                patterns.push(BlockPattern::new(format!("{own}/*"), false));
+            }
+        }
+        if !req.fence.allow_private {
+            patterns.push(BlockPattern::new("ws://*:*/*", true));
+            patterns.push(BlockPattern::new("wss://*:*/*", true));
+        }
+        page.execute(
+            SetBlockedUrLsParams::builder()
+                .url_patterns(patterns)
+                .build(),
+        )
+        .await
+        .map_err(protocol(step))?;
+        page.execute(SetBypassServiceWorkerParams::new(true))
+            .await
+            .map_err(protocol(step))?;
+        page.execute(
+            FetchEnable::builder()
+                .pattern(
+                    RequestPattern::builder()
+                        .url_pattern("*")
+                        .request_stage(RequestStage::Request)
+                        .build(),
+                )
+                .build(),
+        )
+        .await
+        .map_err(protocol(step))?;
+        Ok(Network {
+            log,
+            loaded,
+            flight,
+            task,
+        })
+    }
+
+    /// Requests in flight, and how long since the last started or ended.
+    fn in_flight(&self) -> (usize, Duration) {
+        let flight = lock(&self.flight);
+        (flight.requests.len(), flight.last.elapsed())
+    }
+}
+
+/// Fails the render when the navigation `navigated` failed or the tab
+/// shows the browser's error page (a navigation failed without the
+/// driver saying so): with the fence's refusals when there were some
+/// (a watch URL redirecting to an internal address, most likely).
+async fn check_loaded(
+    page: &chromiumoxide::Page,
+    navigated: Result<(), chromiumoxide::error::CdpError>,
+    net: &Network,
+) -> Result<(), BrowserError> {
+    let reason = match navigated {
+        Err(error) => match protocol("loading the page")(error) {
+            BrowserError::Page { reason, .. } => reason,
+            error => return Err(error),
+        },
+        Ok(()) => {
+            let error_page = evaluate::<bool>(page, "location.protocol === 'chrome-error:'")
+                .await
+                .unwrap_or(false);
+            if !error_page {
+                return Ok(());
+            }
+            "the browser could not load the page".to_owned()
+        }
+    };
+    let requests = lock(&net.log).clone();
+    Err(if requests.refused > 0 {
+        BrowserError::Refused { reason, requests }
+    } else {
+        BrowserError::Page {
+            step: "loading the page",
+            reason,
+        }
+    })
+}
+
+/// The `ws://HOST:PORT` (or `wss://`) of the watch URL's origin.
+fn websocket_origin(url: &Url) -> Option<String> {
+    let scheme = match url.scheme() {
+        "http" => "ws",
+        "https" => "wss",
+        _ => return None,
+    };
+    let host = url.host_str()?;
+    let port = url.port_or_known_default()?;
+    Some(format!("{scheme}://{host}:{port}"))
+}
+
+/// The judge of one tab's paused requests.
+struct Judge {
+    loaded: Arc<AtomicBool>,
+    page: chromiumoxide::Page,
+    fence: Fence,
+    watch: Url,
+    block: Vec<Resource>,
+    log: Arc<Mutex<RequestLog>>,
+    flight: Arc<Mutex<Flight>>,
+    /// Each origin's verdict so far.
+    verdicts: std::collections::HashMap<String, Result<(), String>>,
+}
+
+impl Judge {
+    async fn run(mut self, mut events: impl futures::Stream<Item = NetEvent> + Unpin) {
+        while let Some(event) = events.next().await {
+            match event {
+                NetEvent::Started(id) => {
+                    let mut flight = lock(&self.flight);
+                    flight.requests.insert(id);
+                    flight.last = Instant::now();
+                }
+                NetEvent::Ended(id) => {
+                    let mut flight = lock(&self.flight);
+                    flight.requests.remove(&id);
+                    flight.last = Instant::now();
+                }
+                NetEvent::Paused(event) => self.answer(&event).await,
+            }
+        }
+    }
+
+    /// Lets `event`'s request go, or fails it in the page.
+    async fn answer(&mut self, event: &EventRequestPaused) {
+        let id = event.request_id.clone();
+        let url = event.request.url.as_str();
+        let verdict = if self.blocked(&event.resource_type) {
+            Err(None)
+        } else {
+            self.verdict(url).await.map_err(Some)
+        };
+        let sent = match verdict {
+            Ok(()) => {
+                lock(&self.log).allowed += 1;
+                self.page
+                    .execute(ContinueRequestParams::new(id))
+                    .await
+                    .map(drop)
+            }
+            Err(None) => {
+                lock(&self.log).blocked += 1;
+                self.page
+                    .execute(FailRequestParams::new(id, ErrorReason::BlockedByClient))
+                    .await
+                    .map(drop)
+            }
+            Err(Some(why)) => {
+                tracing::debug!(url, why, "request refused by the fence");
+                lock(&self.log).refuse(url, &why);
+                // A navigation refused once the page is loaded (a script
+                // sending it elsewhere, a frame) is aborted: the document
+                // (or the empty frame) stays, as when a navigation is
+                // cancelled, instead of being replaced by the browser's
+                // error page. Any other refusal is a network error.
+                let reason = if event.resource_type == ResourceType::Document
+                    && self.loaded.load(Ordering::SeqCst)
+                {
+                    ErrorReason::Aborted
+                } else {
+                    ErrorReason::AccessDenied
+                };
+                self.page
+                    .execute(FailRequestParams::new(id, reason))
+                    .await
+                    .map(drop)
+            }
+        };
+        if let Err(error) = sent {
+            // The tab is closing, or the request was cancelled meanwhile.
+            tracing::trace!(%error, "answering a paused request");
+        }
+    }
+
+    fn blocked(&self, kind: &ResourceType) -> bool {
+        self.block.iter().any(|r| match r {
+            Resource::Images => *kind == ResourceType::Image,
+            Resource::Fonts => *kind == ResourceType::Font,
+            Resource::Media => *kind == ResourceType::Media,
+        })
+    }
+
+    /// The fence's verdict on `url`, by its origin (kept for the render).
+    async fn verdict(&mut self, url: &str) -> Result<(), String> {
+        let Ok(target) = Url::parse(url) else {
+            return Err("not a URL".to_owned());
+        };
+        // Nothing leaves the browser for these.
+        if matches!(target.scheme(), "data" | "blob" | "about") {
+            return Ok(());
+        }
+        let origin = target.origin().ascii_serialization();
+        if let Some(verdict) = self.verdicts.get(&origin) {
+            return verdict.clone();
+        }
+        let verdict = match tokio::time::timeout(
+            LOOKUP_TIMEOUT,
+            self.fence.judge_request(&self.watch, &target),
+        )
+        .await
+        {
+            Ok(verdict) => verdict,
+            Err(_) => Err(format!(
+                "its host was not resolved within {}s",
+                LOOKUP_TIMEOUT.as_secs()
+            )),
+        };
+        // An opaque origin (`null`) is not kept: it stands for many.
+        if target.origin().is_tuple() {
+            self.verdicts.insert(origin, verdict.clone());
+        }
+        verdict
+    }
+}
+
+/// How long resolving a request's host may take before it is refused.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Installs, once per document, a `MutationObserver` that records when
+/// the DOM last changed (`performance.now()`), from the document's start.
+const QUIET_INSTALL: &str = "(() => {
+    if (window.__semclipQuiet) return;
+    const s = { last: performance.now() };
+    Object.defineProperty(window, '__semclipQuiet', { value: s });
+    new MutationObserver(() => { s.last = performance.now(); })
+        .observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
+})()";
+
+/// Milliseconds since the DOM last changed (installing the observer if
+/// the document has none: it then counts from now).
+fn quiet_script() -> String {
+    format!("{QUIET_INSTALL}, performance.now() - window.__semclipQuiet.last")
+}
+
+/// Waits until the page is quiet: no request in flight and no DOM
+/// mutation for [`QUIET`], or until the deadline less a reserve for
+/// taking the DOM. A script error (a navigation replacing the document)
+/// counts as not quiet.
+async fn settle(page: &chromiumoxide::Page, net: &Network, deadline: Instant) -> Settled {
+    let start = Instant::now();
+    let left = deadline.saturating_duration_since(start);
+    let bound = start + left.saturating_sub(SETTLE_RESERVE.min(left / 4));
+    let script = quiet_script();
+    loop {
+        let dom = evaluate::<f64>(page, &script).await.unwrap_or(0.0);
+        let (in_flight, network) = net.in_flight();
+        let quiet = in_flight == 0 && network >= QUIET && dom >= QUIET.as_millis() as f64;
+        if quiet || Instant::now() + SETTLE_POLL > bound {
+            return Settled {
+                waited: start.elapsed(),
+                quiet,
+                in_flight,
+            };
+        }
+        tokio::time::sleep(SETTLE_POLL).await;
     }
 }
 
@@ -1409,7 +1983,7 @@ fn protocol(step: &'static str) -> impl Fn(chromiumoxide::error::CdpError) -> Br
 fn browser_args(dir: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
         "--headless=new",
-        "--remote-debugging-port=0",
+        "--remote-debugging-pipe",
         "--no-first-run",
         "--no-default-browser-check",
         "--disable-gpu",
@@ -1424,7 +1998,11 @@ fn browser_args(dir: &Path) -> Vec<String> {
         "--disable-background-timer-throttling",
         "--disable-renderer-backgrounding",
         "--disable-backgrounding-occluded-windows",
-        "--disable-features=Translate,MediaRouter,OptimizationHints",
+        // Frames stay in their page's process, so that the tab's `Fetch`
+        // interception sees their requests (an out-of-process frame is a
+        // target of its own).
+        "--disable-site-isolation-trials",
+        "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process",
         "--password-store=basic",
         "--use-mock-keychain",
         "--mute-audio",
@@ -1441,6 +2019,118 @@ fn browser_args(dir: &Path) -> Vec<String> {
     args
 }
 
+/// The bridge between the driver, which speaks DevTools over a WebSocket
+/// only, and the browser's pipe: a WebSocket endpoint on loopback at a
+/// path holding 128 random bits, that accepts one connection (the
+/// driver's, made at once) and then closes, so no port is open while the
+/// browser runs. Each text message goes to the browser followed by a NUL;
+/// each NUL-ended message from the browser comes back as a text message.
+struct PipeBridge;
+
+impl PipeBridge {
+    /// The endpoint's URL and the tasks that accept the driver and then
+    /// carry its messages (stopped by aborting them).
+    async fn start(
+        to_browser: std::io::PipeWriter,
+        from_browser: std::io::PipeReader,
+    ) -> std::io::Result<(String, Vec<JoinHandle<()>>)> {
+        use tokio::io::AsyncWriteExt;
+        let to_browser = tokio::net::unix::pipe::Sender::from_owned_fd(to_browser.into())?;
+        let from_browser = tokio::net::unix::pipe::Receiver::from_owned_fd(from_browser.into())?;
+        let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let token = format!("{:032x}", rand::random::<u128>());
+        let path = format!("/devtools/browser/{token}");
+        let url = format!("ws://{}{path}", listener.local_addr()?);
+        let (ws_tx, ws_rx) = tokio::sync::oneshot::channel();
+        let accept = tokio::spawn(async move {
+            let accepted = tokio::time::timeout(LAUNCH_TIMEOUT, async {
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    // Only the path with the token: a local process that
+                    // races the driver gets a 404 and the endpoint stays.
+                    let check = |request: &async_tungstenite::tungstenite::handshake::server::Request,
+                                 response| {
+                        if request.uri().path() == path {
+                            Ok(response)
+                        } else {
+                            let mut refused = async_tungstenite::tungstenite::handshake::server::ErrorResponse::new(None);
+                            *refused.status_mut() = async_tungstenite::tungstenite::http::StatusCode::NOT_FOUND;
+                            Err(refused)
+                        }
+                    };
+                    let config = async_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+                        .max_message_size(None)
+                        .max_frame_size(None);
+                    if let Ok(ws) = async_tungstenite::tokio::accept_hdr_async_with_config(stream, check, Some(config)).await {
+                        return ws;
+                    }
+                }
+            })
+            .await;
+            // The listener is dropped here: the port closes.
+            if let Ok(ws) = accepted {
+                let _ = ws_tx.send(ws);
+            }
+        });
+        let carry = tokio::spawn(async move {
+            let Ok(ws) = ws_rx.await else {
+                return;
+            };
+            let (mut sink, mut stream) = ws.split();
+            let mut to_browser = to_browser;
+            let inbound = async move {
+                while let Some(Ok(message)) = stream.next().await {
+                    let bytes = match message {
+                        async_tungstenite::tungstenite::Message::Text(text) => {
+                            text.as_bytes().to_vec()
+                        }
+                        async_tungstenite::tungstenite::Message::Binary(bytes) => bytes.to_vec(),
+                        async_tungstenite::tungstenite::Message::Close(_) => break,
+                        _ => continue,
+                    };
+                    if to_browser.write_all(&bytes).await.is_err()
+                        || to_browser.write_all(&[0]).await.is_err()
+                    {
+                        break;
+                    }
+                }
+            };
+            let outbound = async move {
+                let mut reader = BufReader::new(from_browser);
+                let mut message = Vec::new();
+                loop {
+                    message.clear();
+                    match reader.read_until(0, &mut message).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    if message.last() == Some(&0) {
+                        message.pop();
+                    }
+                    let text = String::from_utf8_lossy(&message).into_owned();
+                    if sink
+                        .send(async_tungstenite::tungstenite::Message::text(text))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                let _ = sink.close(None).await;
+            };
+            // Either side ending ends the bridge: the driver then sees its
+            // connection close, as it would the browser's own socket.
+            tokio::select! {
+                () = inbound => {}
+                () = outbound => {}
+            }
+        });
+        Ok((url, vec![accept, carry]))
+    }
+}
+
 /// The profile directories made by this process and not removed yet.
 static PROFILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -1455,7 +2145,101 @@ fn profile_dir() -> std::io::Result<PathBuf> {
     ));
     std::fs::create_dir(&dir)?;
     lock(&PROFILES).push(dir.clone());
+    // The proof of ownership a later start reads (`reap_leftovers`): this
+    // process, by pid and start time (a pid alone may be reused).
+    let me = std::process::id();
+    let started = start_time(me).unwrap_or(0);
+    std::fs::write(dir.join(OWNER_FILE), format!("{me} {started}\n"))?;
     Ok(dir)
+}
+
+/// The file in a profile directory naming the process that made it.
+const OWNER_FILE: &str = "semclip-owner";
+/// The prefix of the profile directories' names.
+const PROFILE_PREFIX: &str = "semclip-browser-";
+
+/// The start time of `pid` (clock ticks after boot, /proc's field 22).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// Removes what an earlier run left under the temporary directory (one
+/// killed before it could clean up): each profile directory whose owner
+/// file names a process no longer running (pid and start time), and,
+/// first, every process whose command line names that directory as its
+/// profile (`--user-data-dir=DIR`: a browser of that run, orphaned).
+/// A directory without an owner file, or whose owner runs, is left
+/// alone: it cannot be proven a leftover. Gives the directories removed.
+pub fn reap_leftovers() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(PROFILE_PREFIX) {
+            continue;
+        }
+        let dir = entry.path();
+        let Ok(owner) = std::fs::read_to_string(dir.join(OWNER_FILE)) else {
+            continue;
+        };
+        let mut fields = owner.split_whitespace().map(str::parse::<u64>);
+        let (Some(Ok(pid)), Some(Ok(started))) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Ok(pid) = u32::try_from(pid) else {
+            continue;
+        };
+        if running(pid) && start_time(pid) == Some(started) {
+            continue;
+        }
+        let argument = format!("--user-data-dir={}", dir.display());
+        let orphans = processes_with_argument(&argument);
+        for &orphan in &orphans {
+            if let Some(p) = rustix::process::Pid::from_raw(orphan as i32) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+        }
+        let deadline = std::time::Instant::now() + CLOSE_TIMEOUT;
+        while orphans.iter().any(|&p| running(p)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {
+                tracing::info!(dir = %dir.display(), owner = pid, killed = orphans.len(), "removed a browser profile an earlier run left");
+                removed.push(dir);
+            }
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "cannot remove a browser profile an earlier run left");
+            }
+        }
+    }
+    removed
+}
+
+/// The running processes one of whose arguments is exactly `argument`.
+fn processes_with_argument(argument: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            cmdline
+                .split(|b| *b == 0)
+                .any(|a| a == argument.as_bytes())
+                .then_some(pid)
+        })
+        .filter(|&pid| pid != std::process::id() && running(pid))
+        .collect()
 }
 
 /// Removes the profile directory `dir` (gone already counts as removed).
@@ -1573,15 +2357,24 @@ fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
-/// Resident memory of `root` and its descendants, in bytes.
-pub fn tree_rss(root: u32) -> u64 {
+/// The proportional set size (PSS) of `root` and its descendants, in
+/// bytes: each process's `Pss` from `/proc/PID/smaps_rollup`, pages
+/// shared between processes divided among them, so the sum is what the
+/// tree really holds (Chromium's processes share much: their RSS summed
+/// is 2 to 3 times this). A process whose rollup cannot be read counts
+/// its `VmRSS` instead.
+pub fn tree_pss(root: u32) -> u64 {
+    let field = |path: String, name: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    };
     std::iter::once(root)
         .chain(descendants(root))
         .filter_map(|pid| {
-            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kb * 1024)
+            field(format!("/proc/{pid}/smaps_rollup"), "Pss:")
+                .or_else(|| field(format!("/proc/{pid}/status"), "VmRSS:"))
         })
         .sum()
 }
@@ -1622,8 +2415,8 @@ mod tests {
 
     #[test]
     fn the_process_tree_of_this_process_has_memory() {
-        assert!(tree_rss(std::process::id()) > 0);
-        assert_eq!(tree_rss(u32::MAX), 0);
+        assert!(tree_pss(std::process::id()) > 0);
+        assert_eq!(tree_pss(u32::MAX), 0);
     }
 
     #[test]

@@ -440,6 +440,13 @@ impl Fence {
         if self.trust_watch_urls && same_origin {
             return Ok(Route::Open);
         }
+        self.route_untrusted(target, redirects > 0)
+    }
+
+    /// How to request `target` when no trust of a watch URL covers it:
+    /// literal addresses judged here, names left to their addresses.
+    fn route_untrusted(&self, target: &Url, redirect: bool) -> Result<Route, FenceError> {
+        let port = target.port_or_known_default().unwrap_or(0);
         let ip = match target.host() {
             Some(Host::Domain(name)) => {
                 return Ok(
@@ -460,11 +467,69 @@ impl Fence {
                 Ok(Route::Open)
             }
             Some(kind) => Err(FenceError::PrivateAddress {
-                redirect: redirects > 0,
+                redirect,
                 url: Box::new(target.clone()),
                 address: ip,
                 kind,
             }),
+        }
+    }
+
+    /// Judges one request a page rendered for the watch URL `watch` makes
+    /// (its navigation, a redirect, a frame, a subresource, a script's
+    /// `fetch`, a worker's script; see [`crate::page::browser`]): http and
+    /// https only; the watch's own origin (scheme, host and port) trusted
+    /// as for an HTTP fetch, any other URL held to the redirect rule, a
+    /// name by the addresses semclip resolves it to (one refused, or none
+    /// found: refused). Gives why a request is refused.
+    ///
+    /// Decision: the browser resolves the name again to connect, so a name
+    /// that answers a public address to semclip and an internal one to the
+    /// browser a moment later (DNS rebinding) is not stopped here, as with
+    /// a proxy (module docs); literal addresses and honest names are.
+    ///
+    /// # Errors
+    ///
+    /// Why the request is refused, for the check's diagnostics.
+    pub async fn judge_request(&self, watch: &Url, target: &Url) -> Result<(), String> {
+        if !matches!(target.scheme(), "http" | "https") {
+            return Err(format!(
+                "scheme `{}`: only http and https are requested",
+                target.scheme()
+            ));
+        }
+        if self.allow_private || (self.trust_watch_urls && target.origin() == watch.origin()) {
+            return Ok(());
+        }
+        match self.route_untrusted(target, true) {
+            Err(FenceError::PrivateAddress { address, kind, .. }) => {
+                Err(format!("{kind} address {address}"))
+            }
+            Err(error) => Err(error.to_string()),
+            Ok(Route::Open) => Ok(()),
+            Ok(Route::Fenced) => {
+                let Some(Host::Domain(name)) = target.host() else {
+                    return Err("no host".to_owned());
+                };
+                let port = target.port_or_known_default().unwrap_or(0);
+                let found: Vec<SocketAddr> = match tokio::net::lookup_host((name, port)).await {
+                    Ok(found) => found.collect(),
+                    Err(error) => return Err(format!("{name} cannot be resolved: {error}")),
+                };
+                if found.is_empty() {
+                    return Err(format!("{name} has no address"));
+                }
+                // Every address must be admitted, not one (as the fenced
+                // resolver asks): the browser picks its own among them.
+                match found.iter().find(|a| !self.admits_ip(a.ip())) {
+                    Some(refused) => Err(format!(
+                        "{name} resolves to {} ({})",
+                        refused.ip(),
+                        non_public(refused.ip()).unwrap_or("refused")
+                    )),
+                    None => Ok(()),
+                }
+            }
         }
     }
 

@@ -29,6 +29,8 @@ struct JsSite {
 #[derive(Default)]
 struct JsState {
     price: String,
+    /// Another local server the escaping pages reach for.
+    other: Option<SocketAddr>,
     /// Each request: path and when it arrived.
     seen: Vec<(String, Instant)>,
     /// Each request for `/etag.html`: whether the browser made it, and
@@ -40,8 +42,7 @@ impl JsSite {
     fn start(price: &str) -> JsSite {
         let state = Arc::new(Mutex::new(JsState {
             price: price.to_owned(),
-            seen: Vec::new(),
-            etag: Vec::new(),
+            ..JsState::default()
         }));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -147,6 +148,49 @@ async fn page(
                     .into_response();
             }
             "js-quotes.html" => js_quotes(&s.price),
+            // A static shell whose data comes from `/data.json`, answering
+            // 304 to a request that holds its ETag: the shell never
+            // changes, the data does.
+            "shell.html" => {
+                let tag = "\"shell1\"";
+                if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v == tag) {
+                    return (axum::http::StatusCode::NOT_MODIFIED, [(header::ETAG, tag)])
+                        .into_response();
+                }
+                return (
+                    [
+                        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                        (header::ETAG, tag),
+                    ],
+                    SHELL,
+                )
+                    .into_response();
+            }
+            "data.json" => {
+                let body = serde_json::json!({ "price": s.price }).to_string();
+                return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+            }
+            "secret.html" => {
+                "<!doctype html><title>Secret</title><p>SECRET-B internal</p>".to_owned()
+            }
+            "escape.html" => escape_page(s.other),
+            "navigate.html" => format!(
+                "<!doctype html><title>Away</title><p>Leaving.</p><script>\
+                 setTimeout(function () {{ location.href = 'http://{}/secret.html'; }}, 100);\
+                 </script>",
+                s.other.map(|a| a.to_string()).unwrap_or_default()
+            ),
+            "redirect.html" => {
+                let to = format!(
+                    "http://{}/secret.html",
+                    s.other.map(|a| a.to_string()).unwrap_or_default()
+                );
+                return (
+                    axum::http::StatusCode::FOUND,
+                    [(header::LOCATION, to.as_str())],
+                )
+                    .into_response();
+            }
             "never.html" => "<!doctype html><p>Nothing is ever added here.</p>".to_owned(),
             "ticking.html" => ticking_quotes(&s.price),
             "spin.html" => "<!doctype html><script>while (true) {}</script>".to_owned(),
@@ -162,6 +206,39 @@ async fn page(
         }
     };
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+/// The shell of `/shell.html`: its table is built from `/data.json`.
+const SHELL: &str = "<!doctype html><html lang=en><head><meta charset=utf-8><title>Quotes</title></head>\
+    <body><h1>Market</h1><div id=m>Loading...</div><script>\
+    fetch('/data.json').then(function (r) { return r.json(); }).then(function (d) {\
+      document.getElementById('m').innerHTML = '<table id=quotes><caption>Shares</caption>' +\
+        '<tr><th>Ticker</th><th>Last</th><th>Open</th></tr>' +\
+        '<tr><td><b>GAZP</b></td><td>' + d.price + '</td><td>249,10</td></tr></table>';\
+    });</script></body></html>";
+
+/// A page on its own origin whose scripts reach for `other` (another port
+/// of the same host) every way a page can: a frame, `fetch`, XHR, a
+/// worker's `fetch`, a WebSocket, and the link-local metadata address.
+/// Each failure is written into the page, each success with what came.
+fn escape_page(other: Option<SocketAddr>) -> String {
+    let b = other.map(|a| a.to_string()).unwrap_or_default();
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8><title>Escape</title></head>\
+         <body><h1>Escape</h1><p id=own>Own content.</p><div id=log></div>\
+         <iframe src='http://{b}/secret.html'></iframe><script>\
+         function note(t) {{ document.getElementById('log').insertAdjacentHTML('beforeend', '<p>' + t + '</p>'); }}\
+         fetch('http://{b}/fetch.html').then(function (r) {{ return r.text(); }})\
+           .then(function (t) {{ note('fetched ' + t); }}, function () {{ note('fetch refused'); }});\
+         var x = new XMLHttpRequest(); x.open('GET', 'http://{b}/xhr.html');\
+         x.onload = function () {{ note('xhr ' + x.responseText); }}; x.onerror = function () {{ note('xhr refused'); }}; x.send();\
+         fetch('http://169.254.169.254/latest').then(function () {{ note('metadata reached'); }}, function () {{ note('metadata refused'); }});\
+         var w = new Worker(URL.createObjectURL(new Blob([\
+           \"fetch('http://{b}/worker.html').then(function (r) {{ return r.text(); }}).then(function (t) {{ postMessage('worker ' + t); }}, function () {{ postMessage('worker refused'); }});\"])));\
+         w.onmessage = function (e) {{ note(e.data); }};\
+         try {{ var ws = new WebSocket('ws://{b}/ws.html'); ws.onerror = function () {{ note('websocket refused'); }}; }} catch (e) {{ note('websocket refused'); }}\
+         </script></body></html>"
+    )
 }
 
 /// The daemon file's browser settings and limits loose enough that the
@@ -416,7 +493,7 @@ fn a_spinning_page_a_crashed_renderer_and_a_killed_browser_fail_only_their_own_w
             .map(|(p, _)| p)
             .filter(|p| {
                 std::fs::read_to_string(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|c| c.contains("--remote-debugging-port"))
+                    .is_ok_and(|c| c.contains("--remote-debugging-pipe"))
             })
             .collect()
     };
@@ -548,8 +625,9 @@ fn a_hierarchy_wait_for_takes_the_page_once_its_xpath_matches_or_fails_by_its_de
 }
 
 #[test]
-fn a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser() {
-    let name = "a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser";
+fn with_revalidate_html_a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser() {
+    let name =
+        "with_revalidate_html_a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser";
     let Some(bin) = chromium(name) else {
         return;
     };
@@ -561,7 +639,7 @@ fn a_rendered_page_is_revalidated_first_and_a_304_needs_no_browser() {
         browser_watch(
             &site.url("/etag.html"),
             "1s",
-            "wait_for: \"#quotes td\", timeout: 10s"
+            "wait_for: \"#quotes td\", timeout: 10s, revalidate: html"
         )
     );
     setup(dir, &daemon_extra(bin), &[("quotes", quotes)]);
@@ -603,6 +681,7 @@ fn a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_ren
     let site = JsSite::start("251,30");
     let url = url::Url::parse(&site.url("/never.html")).unwrap();
     let options = RenderOptions::default();
+    let fence = semclip::page::fence::Fence::default();
     let request = |timeout: Duration| RenderRequest {
         url: &url,
         options: &options,
@@ -612,6 +691,7 @@ fn a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_ren
         hierarchy: None,
         timeout,
         max_bytes: 1 << 20,
+        fence: &fence,
     };
     let settings = BrowserSettings {
         executable: Some(bin.into()),
@@ -699,4 +779,326 @@ fn our_browsers() -> Vec<u32> {
         .collect();
     found.sort_unstable();
     found
+}
+
+/// Every request of a rendered page is judged by the daemon's fence: a
+/// page on one local port whose scripts frame, fetch, XHR, a worker and a
+/// WebSocket reach for another local port and the link-local metadata
+/// address, one that navigates there, and a watch URL redirecting there.
+/// The other port sees no request at all, nothing of it is stored, and
+/// each refused request is named.
+#[test]
+fn a_rendered_page_reaches_nothing_the_fence_refuses_and_names_what_it_refused() {
+    let name = "a_rendered_page_reaches_nothing_the_fence_refuses_and_names_what_it_refused";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let internal = JsSite::start("999,99");
+    let site = JsSite::start("251,30");
+    let b = internal.addr;
+    site.state.lock().unwrap().other = Some(b);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let watches = [
+        (
+            "escape",
+            browser_watch(&site.url("/escape.html"), "1h", "timeout: 20s"),
+        ),
+        (
+            "navigate",
+            browser_watch(&site.url("/navigate.html"), "1h", "timeout: 20s"),
+        ),
+        (
+            "redirect",
+            browser_watch(&site.url("/redirect.html"), "1h", "timeout: 20s"),
+        ),
+    ];
+    setup(dir, &daemon_extra(bin), &watches);
+    let daemon = Daemon::start(dir);
+    let store_ = || store(dir);
+    wait_until("the three checks", Duration::from_secs(60), || {
+        let log = daemon.log();
+        ["escape", "navigate", "redirect"]
+            .iter()
+            .all(|w| !finished(&log, w).is_empty())
+    });
+    // The page's own scripts run on after the DOM is taken: a moment for
+    // a request that slipped through to arrive.
+    std::thread::sleep(Duration::from_secs(1));
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+
+    let reached: Vec<String> = internal
+        .state
+        .lock()
+        .unwrap()
+        .seen
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect();
+    assert!(
+        reached.is_empty(),
+        "the other port was reached: {reached:?}\n{log}"
+    );
+    let store = store_();
+    // The escaping page is stored with its own content and none of B's.
+    let snapshots = store.snapshots("escape").unwrap();
+    assert_eq!(snapshots.len(), 1, "{log}");
+    let xml_of = |id: i64| store.snapshot(id).unwrap().unwrap().xml;
+    for watch in ["escape", "navigate", "redirect"] {
+        for (id, _, _) in store.snapshots(watch).unwrap() {
+            let xml = xml_of(id);
+            assert!(!xml.contains("SECRET"), "{watch}: {xml}");
+            assert!(
+                !xml.contains("fetched") && !xml.contains("xhr <"),
+                "{watch}: {xml}"
+            );
+        }
+    }
+    let xml = xml_of(snapshots[0].0);
+    assert!(xml.contains("Own content."), "{xml}");
+    assert!(xml.contains("fetch refused"), "{xml}");
+    assert!(xml.contains("xhr refused"), "{xml}");
+    assert!(xml.contains("metadata refused"), "{xml}");
+    // Each refused request is named in the check's diagnostics.
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("the fence refused requests"))
+        .collect();
+    let named = refusals.join("\n");
+    for path in ["secret.html", "fetch.html", "xhr.html"] {
+        assert!(
+            named.contains(&format!("http://{b}/{path}")),
+            "{path}: {named}"
+        );
+    }
+    assert!(named.contains("http://169.254.169.254/latest"), "{named}");
+    assert!(named.contains("loopback"), "{named}");
+    // The redirect of the watch URL itself fails the check, naming it.
+    let error = last_error(dir, "redirect");
+    assert!(
+        error.contains(&format!("http://{b}/secret.html")),
+        "{error}"
+    );
+    assert!(store.snapshots("redirect").unwrap().is_empty());
+}
+
+/// Without `wait_for`, a page is taken once it is quiet: a table its
+/// script writes 300 ms after load is read, and the wait is logged.
+#[test]
+fn without_wait_for_a_page_is_taken_once_it_has_settled() {
+    let name = "without_wait_for_a_page_is_taken_once_it_has_settled";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let quotes = gazp_watch(&site.url("/js-quotes.html"), "1h", "timeout: 15s");
+    setup(dir, &daemon_extra(bin), &[("quotes", quotes)]);
+    let daemon = Daemon::start(dir);
+    wait_until("the check", Duration::from_secs(60), || {
+        !finished(&daemon.log(), "quotes").is_empty()
+    });
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+    assert_eq!(first_value(dir, "quotes"), Some(251.3), "{log}");
+    assert_eq!(last_error(dir, "quotes"), "");
+    let rendered = log
+        .lines()
+        .find(|l| l.contains("page rendered"))
+        .unwrap_or_else(|| panic!("no render logged\n{log}"));
+    assert!(rendered.contains("settled"), "{rendered}");
+    assert!(
+        rendered.contains("no DOM mutation for 500 ms"),
+        "{rendered}"
+    );
+}
+
+/// A page whose HTML shell never changes (and answers 304 to a
+/// conditional request) and whose data comes from JSON: each check
+/// renders it (`revalidate: render`, the default), so a new value is
+/// read at the next check and its threshold fires once.
+#[test]
+fn data_changing_behind_an_unchanged_html_shell_is_seen_at_the_next_check() {
+    let name = "data_changing_behind_an_unchanged_html_shell_is_seen_at_the_next_check";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let quotes = gazp_watch(&site.url("/shell.html"), "1s", "timeout: 15s");
+    setup(dir, &daemon_extra(bin), &[("quotes", quotes)]);
+    let daemon = Daemon::start(dir);
+    wait_until("the first reading", Duration::from_secs(60), || {
+        first_value(dir, "quotes") == Some(251.3)
+    });
+    // A second check of the same data, so that the shell has validators.
+    let n = site.seen("/data.json");
+    site.wait_for("/data.json", n + 1, Duration::from_secs(30));
+    site.set_price("305,40");
+    wait_until("the new value", Duration::from_secs(30), || {
+        first_value(dir, "quotes") == Some(305.4)
+    });
+    let n = site.seen("/data.json");
+    site.wait_for("/data.json", n + 2, Duration::from_secs(30));
+    let log = daemon.log();
+    assert_eq!(daemon.stop().code(), Some(0), "{log}");
+    let alerts = file_alerts(dir);
+    assert_eq!(kinds(&alerts), ["threshold_crossed"], "{alerts:#?}");
+    assert_eq!(alerts[0]["threshold"]["value"], 305.4);
+    assert!(!log.contains("outcome=not_modified"), "{log}");
+}
+
+/// A browser watch of `url` with the GAZP threshold (above 300, to the
+/// log).
+fn gazp_watch(url: &str, every: &str, fetch: &str) -> String {
+    format!(
+        "{}thresholds:\n  - name: gazp-high\n    xpath: \"{GAZP}\"\n    above: 300\n    notify: [log]\n",
+        browser_watch(url, every, fetch)
+    )
+}
+
+/// The listening TCP sockets (`/proc/net/tcp` and `tcp6`, state `0A`) that
+/// one of `pids` holds open.
+fn listening_sockets(pids: &BTreeSet<(u32, u64)>) -> Vec<(u32, String)> {
+    let mut listening = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(3) == Some(&"0A") {
+                if let Some(inode) = fields.get(9) {
+                    listening.insert(format!("socket:[{inode}]"));
+                }
+            }
+        }
+    }
+    let mut held = Vec::new();
+    for (pid, _) in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                let target = target.to_string_lossy().into_owned();
+                if listening.contains(&target) {
+                    held.push((*pid, target));
+                }
+            }
+        }
+    }
+    held
+}
+
+/// The browser belongs to its daemon: it speaks DevTools over a pipe (no
+/// TCP port of its own listening while it renders), it does not outlive a
+/// daemon killed with SIGKILL, and a new start removes what a killed run
+/// left: a planted profile whose owner is dead, and a process using it.
+#[test]
+fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped() {
+    let name = "the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped";
+    let Some(bin) = chromium(name) else {
+        return;
+    };
+    let site = JsSite::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A leftover of a run long gone: its owner's pid and start time name
+    // no running process.
+    let planted = tmp.join("semclip-browser-4194000-0-deadbeef");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(planted.join("semclip-owner"), "4194000 1\n").unwrap();
+    let mut squatter = std::process::Command::new("python3")
+        .args(["-c", "import time; time.sleep(300)"])
+        .arg(format!("--user-data-dir={}", planted.display()))
+        .spawn()
+        .unwrap();
+    // Another daemon's profile, alive: left alone.
+    let alive = tmp.join("semclip-browser-1-0-00000001");
+    std::fs::create_dir(&alive).unwrap();
+    let me = std::process::id();
+    let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+    std::fs::write(alive.join("semclip-owner"), format!("{me} {started}\n")).unwrap();
+
+    setup(
+        dir,
+        &daemon_extra(bin),
+        &[(
+            "quotes",
+            browser_watch(&site.url("/js-quotes.html"), "1s", "timeout: 15s"),
+        )],
+    );
+    let tmp_text = tmp.display().to_string();
+    let env = [("TMPDIR", tmp_text.as_str())];
+    let daemon = Daemon::start_with_env(dir, &env);
+    wait_until("a render", Duration::from_secs(60), || {
+        first_value(dir, "quotes") == Some(251.3)
+    });
+    // The planted leftover went at the browser's first start; the live
+    // daemon's profile stayed.
+    assert!(!planted.exists(), "{}", daemon.log());
+    assert!(alive.exists());
+    let reaped = Instant::now();
+    while squatter.try_wait().unwrap().is_none() {
+        assert!(
+            reaped.elapsed() < Duration::from_secs(5),
+            "the squatter lives"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // While it renders, no process of the browser listens on TCP, and
+    // none was told to.
+    let browsers = chromium_processes(daemon.pid());
+    assert!(!browsers.is_empty(), "no Chromium under the daemon");
+    site.wait_for(
+        "/js-quotes.html",
+        site.seen("/js-quotes.html") + 1,
+        Duration::from_secs(30),
+    );
+    assert_eq!(listening_sockets(&chromium_processes(daemon.pid())), []);
+    for (pid, _) in &browsers {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(!cmdline.contains("--remote-debugging-port"), "{cmdline}");
+    }
+    // SIGKILL: the daemon cannot clean up, and its browser goes anyway.
+    let profiles = |tmp: &Path| -> Vec<String> {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("semclip-browser-") && !n.ends_with("00000001"))
+            .collect()
+    };
+    daemon.signal("KILL");
+    drop(daemon);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let left = loop {
+        let left: Vec<_> = browsers.iter().filter(|(p, s)| alive(*p, *s)).collect();
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(left.is_empty(), "Chromium outlived its daemon: {left:?}");
+    // Its profile stays behind, to be removed by the next start.
+    let leftover = profiles(&tmp);
+    assert_eq!(leftover.len(), 1, "{leftover:?}");
+    let daemon = Daemon::start_with_env(dir, &env);
+    daemon.wait_log(
+        "removed a browser profile an earlier run left",
+        Duration::from_secs(60),
+    );
+    assert!(!tmp.join(&leftover[0]).exists());
+    assert!(alive.exists());
+    assert_eq!(daemon.stop().code(), Some(0));
 }
