@@ -1018,8 +1018,8 @@ fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped(
         .spawn()
         .unwrap();
     // Another daemon's profile, alive: left alone.
-    let alive = tmp.join("semclip-browser-1-0-00000001");
-    std::fs::create_dir(&alive).unwrap();
+    let live = tmp.join("semclip-browser-1-0-00000001");
+    std::fs::create_dir(&live).unwrap();
     let me = std::process::id();
     let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
     let started = stat[stat.rfind(')').unwrap() + 1..]
@@ -1027,7 +1027,7 @@ fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped(
         .nth(19)
         .unwrap()
         .to_owned();
-    std::fs::write(alive.join("semclip-owner"), format!("{me} {started}\n")).unwrap();
+    std::fs::write(live.join("semclip-owner"), format!("{me} {started}\n")).unwrap();
 
     setup(
         dir,
@@ -1046,7 +1046,7 @@ fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped(
     // The planted leftover went at the browser's first start; the live
     // daemon's profile stayed.
     assert!(!planted.exists(), "{}", daemon.log());
-    assert!(alive.exists());
+    assert!(live.exists());
     let reaped = Instant::now();
     while squatter.try_wait().unwrap().is_none() {
         assert!(
@@ -1099,6 +1099,6 @@ fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped(
         Duration::from_secs(60),
     );
     assert!(!tmp.join(&leftover[0]).exists());
-    assert!(alive.exists());
+    assert!(live.exists());
     assert_eq!(daemon.stop().code(), Some(0));
 }
