@@ -138,7 +138,11 @@ async fn main() -> anyhow::Result<()> {
         wait_for: Some(Ready::Dom(WaitFor::parse("#quotes tr"))),
         ..RenderOptions::default()
     };
+    // The default fence: the watch's own origin (the local fixture) is
+    // trusted, as a watch URL is.
+    let fence = semclip::page::fence::Fence::default();
     let request = |url| RenderRequest {
+        fence: &fence,
         url,
         options: &options,
         headers: &[],
@@ -201,8 +205,10 @@ async fn main() -> anyhow::Result<()> {
         for _ in 0..n {
             let (browsers, hold, options) = (Arc::clone(&browsers), hold.clone(), options.clone());
             tasks.push(tokio::spawn(async move {
+                let fence = semclip::page::fence::Fence::default();
                 browsers
                     .render(RenderRequest {
+                        fence: &fence,
                         url: &hold,
                         options: &options,
                         headers: &[],
