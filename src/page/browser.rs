@@ -57,8 +57,9 @@
 //!   refused request fails in the page (`net::ERR_ACCESS_DENIED`), is
 //!   counted and named ([`RequestLog`], [`Rendered::diagnose`]); a refused
 //!   navigation fails the render ([`BrowserError::Refused`]). WebSockets,
-//!   which `Fetch` does not pause, are refused by URL pattern except to
-//!   the watch's own origin; service workers are bypassed, so a page's
+//!   which `Fetch` does not pause (nor does `Network.setBlockedURLs` stop
+//!   them, in Chromium 156), have no route at all ([`NO_WEBSOCKETS`]);
+//!   service workers are bypassed, so a page's
 //!   requests never go through one. Frames are kept in the page's process
 //!   (no site isolation): a frame's requests are its page's to judge.
 //! - **Settle before reading.** Without `wait_for`, the page is taken once
@@ -87,9 +88,9 @@ use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    BlockPattern, CookieParam, ErrorReason, EventLoadingFailed, EventLoadingFinished,
-    EventRequestWillBeSent, EventResponseReceived, Headers, ResourceType, SetBlockedUrLsParams,
-    SetBypassServiceWorkerParams, SetExtraHttpHeadersParams, TimeSinceEpoch,
+    CookieParam, ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
+    EventResponseReceived, Headers, ResourceType, SetBypassServiceWorkerParams,
+    SetExtraHttpHeadersParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::{AddScriptToEvaluateOnNewDocumentParams, FrameId};
 use chromiumoxide::cdp::browser_protocol::storage::{
@@ -1010,18 +1011,57 @@ impl Instance {
         tasks.push(tokio::spawn(async move {
             loop {
                 tokio::time::sleep(WATCH_EVERY).await;
-                let pss = tokio::task::spawn_blocking(move || tree_pss(pid))
+                let tree = tokio::task::spawn_blocking(move || tree_memory(pid))
                     .await
-                    .unwrap_or(0);
-                if pss > cap {
-                    let reason = format!("{pss} bytes of PSS, over the cap of {cap}");
-                    tracing::warn!(pid, pss, cap, "browser over its memory cap; killing it");
-                    dead_tx.send_replace(Some(reason));
-                    kill_group(pid);
-                    return;
+                    .unwrap_or_default();
+                let pss: u64 = tree.iter().map(|p| p.pss).sum();
+                match over_cap(&tree, cap) {
+                    None => {}
+                    // One page's renderer holds the excess: it goes, and
+                    // its render fails as a crashed renderer; the others
+                    // go on.
+                    Some(Some(renderer)) => {
+                        tracing::warn!(
+                            pid,
+                            renderer,
+                            pss,
+                            cap,
+                            "browser over its memory cap; killing its largest renderer"
+                        );
+                        if let Some(p) = rustix::process::Pid::from_raw(renderer as i32) {
+                            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                        }
+                    }
+                    Some(None) => {
+                        let reason = format!("{pss} bytes of PSS, over the cap of {cap}");
+                        tracing::warn!(pid, pss, cap, "browser over its memory cap; killing it");
+                        dead_tx.send_replace(Some(reason));
+                        kill_group(pid);
+                        return;
+                    }
                 }
             }
         }));
+        // Up once it answers: the bridge accepts the driver at once, so a
+        // connection alone says nothing of the browser (it may still be
+        // starting, or never start).
+        let mut exited = dead.clone();
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(LAUNCH_TIMEOUT, browser.version()) => match answered {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(format!("no answer to its first command: {e}")),
+                Err(_) => Err(format!("no answer within {}s", LAUNCH_TIMEOUT.as_secs())),
+            },
+            ended = exited.wait_for(Option::is_some) => {
+                Err(format!("it exited: {}", ended.ok().and_then(|d| d.clone()).unwrap_or_default()))
+            }
+        };
+        if let Err(reason) = answered {
+            for task in &tasks {
+                task.abort();
+            }
+            return Err(cleanup(reason));
+        }
         Ok(Instance {
             pid,
             browser,
@@ -1293,8 +1333,8 @@ impl Network {
     /// the page). Judgements are made one at a time, in order, each
     /// origin's verdict kept for the render (a name is resolved once).
     /// What `Fetch` does not pause is covered otherwise (README,
-    /// "JavaScript pages"): WebSockets are blocked by URL pattern, and
-    /// service workers are bypassed.
+    /// "JavaScript pages"): WebSockets have no route ([`NO_WEBSOCKETS`]),
+    /// and service workers are bypassed.
     async fn watch(
         page: &chromiumoxide::Page,
         req: &RenderRequest<'_>,
@@ -1345,25 +1385,6 @@ impl Network {
             verdicts: std::collections::HashMap::new(),
         };
         let task = tokio::spawn(judge.run(events));
-        // WebSockets are not paused by `Fetch`: all refused but those to
-        // the watch's own origin, when trusted.
-        let mut patterns = Vec::new();
-        if req.fence.trust_watch_urls || req.fence.allow_private {
-            if let Some(own) = websocket_origin(req.url) {
-                patterns.push(BlockPattern::new(format!("{own}/*"), false));
-            }
-        }
-        if !req.fence.allow_private {
-            patterns.push(BlockPattern::new("ws://*:*/*", true));
-            patterns.push(BlockPattern::new("wss://*:*/*", true));
-        }
-        page.execute(
-            SetBlockedUrLsParams::builder()
-                .url_patterns(patterns)
-                .build(),
-        )
-        .await
-        .map_err(protocol(step))?;
         page.execute(SetBypassServiceWorkerParams::new(true))
             .await
             .map_err(protocol(step))?;
@@ -1429,18 +1450,6 @@ async fn check_loaded(
     })
 }
 
-/// The `ws://HOST:PORT` (or `wss://`) of the watch URL's origin.
-fn websocket_origin(url: &Url) -> Option<String> {
-    let scheme = match url.scheme() {
-        "http" => "ws",
-        "https" => "wss",
-        _ => return None,
-    };
-    let host = url.host_str()?;
-    let port = url.port_or_known_default()?;
-    Some(format!("{scheme}://{host}:{port}"))
-}
-
 /// The judge of one tab's paused requests.
 struct Judge {
     loaded: Arc<AtomicBool>,
@@ -1476,6 +1485,7 @@ impl Judge {
     /// Lets `event`'s request go, or fails it in the page.
     async fn answer(&mut self, event: &EventRequestPaused) {
         let id = event.request_id.clone();
+        tracing::trace!(url = %event.request.url, kind = ?event.resource_type, "request paused");
         let url = event.request.url.as_str();
         let verdict = if self.blocked(&event.resource_type) {
             Err(None)
@@ -1518,10 +1528,9 @@ impl Judge {
                     .map(drop)
             }
         };
-        if let Err(error) = sent {
-            // The tab is closing, or the request was cancelled meanwhile.
-            tracing::trace!(%error, "answering a paused request");
-        }
+        // An error: the tab is closing, or the request was cancelled
+        // meanwhile.
+        tracing::trace!(?sent, "answered a paused request");
     }
 
     fn blocked(&self, kind: &ResourceType) -> bool {
@@ -2003,6 +2012,8 @@ fn browser_args(dir: &Path) -> Vec<String> {
         // target of its own).
         "--disable-site-isolation-trials",
         "--disable-features=Translate,MediaRouter,OptimizationHints,IsolateOrigins,site-per-process",
+        NO_WEBSOCKETS[0],
+        NO_WEBSOCKETS[1],
         "--password-store=basic",
         "--use-mock-keychain",
         "--mute-audio",
@@ -2018,6 +2029,21 @@ fn browser_args(dir: &Path) -> Vec<String> {
     args.push("about:blank".to_owned());
     args
 }
+
+/// The browser's proxy rules, which leave a rendered page no WebSocket:
+/// http and https go direct (each request judged by the fence first, the
+/// `Fetch` domain), and every other scheme, WebSockets among them (Chromium
+/// sends `ws:` and `wss:` to the fallback proxy first), to a SOCKS proxy
+/// on loopback port 9 (discard), where nothing answers. Loopback is not
+/// exempt (`<-loopback>`), so a WebSocket to the daemon's own host fails
+/// too. Decision: a WebSocket's address cannot be judged before the
+/// browser connects, and semclip reads a settled page, not a stream; a
+/// page whose data comes over a WebSocket (most fall back to HTTP polling,
+/// which is judged) is not a page for `render: browser`.
+const NO_WEBSOCKETS: [&str; 2] = [
+    "--proxy-server=http=direct://;https=direct://;socks=socks5://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+];
 
 /// The bridge between the driver, which speaks DevTools over a WebSocket
 /// only, and the browser's pipe: a WebSocket endpoint on loopback at a
@@ -2143,7 +2169,8 @@ fn profile_dir() -> std::io::Result<PathBuf> {
         N.fetch_add(1, Ordering::Relaxed),
         rand::random::<u32>()
     ));
-    std::fs::create_dir(&dir)?;
+    // Its owner's alone: it holds the pages' cookies and storage.
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
     lock(&PROFILES).push(dir.clone());
     // The proof of ownership a later start reads (`reap_leftovers`): this
     // process, by pid and start time (a pid alone may be reused).
@@ -2364,6 +2391,21 @@ fn descendants(root: u32) -> Vec<u32> {
 /// is 2 to 3 times this). A process whose rollup cannot be read counts
 /// its `VmRSS` instead.
 pub fn tree_pss(root: u32) -> u64 {
+    tree_memory(root).iter().map(|p| p.pss).sum()
+}
+
+/// One process of a browser's tree, as the memory watchdog sees it.
+#[derive(Debug, Clone, Copy)]
+struct ProcessMemory {
+    pid: u32,
+    /// PSS in bytes (or `VmRSS` when the rollup cannot be read).
+    pss: u64,
+    /// A renderer (`--type=renderer`): one page's process.
+    renderer: bool,
+}
+
+/// The memory of `root` and each of its descendants.
+fn tree_memory(root: u32) -> Vec<ProcessMemory> {
     let field = |path: String, name: &str| -> Option<u64> {
         let text = std::fs::read_to_string(path).ok()?;
         let line = text.lines().find(|l| l.starts_with(name))?;
@@ -2373,10 +2415,30 @@ pub fn tree_pss(root: u32) -> u64 {
     std::iter::once(root)
         .chain(descendants(root))
         .filter_map(|pid| {
-            field(format!("/proc/{pid}/smaps_rollup"), "Pss:")
-                .or_else(|| field(format!("/proc/{pid}/status"), "VmRSS:"))
+            let pss = field(format!("/proc/{pid}/smaps_rollup"), "Pss:")
+                .or_else(|| field(format!("/proc/{pid}/status"), "VmRSS:"))?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let renderer = cmdline.split(|b| *b == 0).any(|a| a == b"--type=renderer");
+            Some(ProcessMemory { pid, pss, renderer })
         })
-        .sum()
+        .collect()
+}
+
+/// What the memory watchdog does about a browser whose processes hold
+/// `tree` against the cap `cap`: `None` under the cap; else the renderer
+/// to kill, when killing the largest one brings the browser under the cap
+/// and it holds at least a third of it (one page grew: only its render
+/// fails, as a renderer crash), or `Some(None)`: the whole browser goes.
+fn over_cap(tree: &[ProcessMemory], cap: u64) -> Option<Option<u32>> {
+    let total: u64 = tree.iter().map(|p| p.pss).sum();
+    if total <= cap {
+        return None;
+    }
+    let Some(largest) = tree.iter().filter(|p| p.renderer).max_by_key(|p| p.pss) else {
+        return Some(None);
+    };
+    let alone = total - largest.pss <= cap && largest.pss >= cap / 3;
+    Some(alone.then_some(largest.pid))
 }
 
 #[cfg(test)]
@@ -2411,6 +2473,32 @@ mod tests {
             test,
             "!!document.querySelector(\"a[title=\\\"x\\\"]\\n').x('\")"
         );
+    }
+
+    #[test]
+    fn over_the_cap_the_largest_renderer_goes_when_that_is_enough() {
+        let p = |pid, mb: u64, renderer| ProcessMemory {
+            pid,
+            pss: mb << 20,
+            renderer,
+        };
+        let cap = 1024 << 20;
+        // Under the cap: nothing.
+        assert_eq!(over_cap(&[p(1, 300, false), p(2, 200, true)], cap), None);
+        // One page grew: its renderer alone.
+        let grown = [p(1, 300, false), p(2, 100, true), p(3, 900, true)];
+        assert_eq!(over_cap(&grown, cap), Some(Some(3)));
+        // Many small pages, or the browser process itself: all of it.
+        let many = [
+            p(1, 300, false),
+            p(2, 300, true),
+            p(3, 300, true),
+            p(4, 300, true),
+        ];
+        assert_eq!(over_cap(&many, cap), Some(None));
+        let browser = [p(1, 1100, false), p(2, 100, true)];
+        assert_eq!(over_cap(&browser, cap), Some(None));
+        assert_eq!(over_cap(&[p(1, 1100, false)], cap), Some(None));
     }
 
     #[test]

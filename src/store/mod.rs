@@ -700,6 +700,33 @@ pub(crate) enum Found {
     Foreign,
 }
 
+/// Creates the store file `path`, if missing, readable and writable by its
+/// owner alone (0600) whatever the umask: it holds session cookies and
+/// the pages' data (README, "The store"). SQLite gives the `-wal`, `-shm`
+/// and `-journal` files it makes the database file's mode. An existing
+/// file is left as it is (its owner may share it on purpose), with a
+/// warning when others can read it. Errors are left to SQLite's open,
+/// which says them better.
+fn create_private(path: &Path) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    if created.is_err()
+        && let Ok(meta) = std::fs::metadata(path)
+        && meta.is_file()
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format!("{:o}", meta.permissions().mode() & 0o777),
+            "the store is readable by others; it holds session cookies (chmod 600 it)"
+        );
+    }
+}
+
 impl Store {
     /// Opens the store at `path`, creating it if the file is missing or empty,
     /// and migrating it forward if an older semclip wrote it.
@@ -709,6 +736,7 @@ impl Store {
     /// written by a newer semclip ([`StoreError::TooNew`]). The parent
     /// directory must exist.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        create_private(path);
         // No SQLITE_OPEN_URI: the path is a path, even if it starts "file:".
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE

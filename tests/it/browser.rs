@@ -693,8 +693,19 @@ fn a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_ren
         max_bytes: 1 << 20,
         fence: &fence,
     };
+    // A browser that takes three seconds to start (a wrapper that waits,
+    // then execs Chromium), so that a render of 1 ms, and a shutdown, surely
+    // come during the start, however loaded the machine.
+    let slow = tempfile::tempdir().unwrap();
+    let wrapper = slow.path().join("slow-chromium");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nsleep 3\nexec {bin} \"$@\"\n")).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let settings = BrowserSettings {
-        executable: Some(bin.into()),
+        executable: Some(wrapper),
         ..BrowserSettings::default()
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1034,7 +1045,7 @@ fn the_browser_listens_on_no_port_dies_with_its_daemon_and_leftovers_are_reaped(
         &daemon_extra(bin),
         &[(
             "quotes",
-            browser_watch(&site.url("/js-quotes.html"), "1s", "timeout: 15s"),
+            gazp_watch(&site.url("/js-quotes.html"), "1s", "timeout: 15s"),
         )],
     );
     let tmp_text = tmp.display().to_string();

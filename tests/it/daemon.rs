@@ -503,6 +503,39 @@ fn hostile_upstreams_get_a_clear_status_and_leave_other_watches_alone() {
     }
 }
 
+/// A new store holds session cookies: its files are its owner's alone
+/// (0600) under the usual umask of 022, SQLite's `-wal` and `-shm` files
+/// too.
+#[test]
+fn a_new_store_is_readable_by_its_owner_alone_whatever_the_umask() {
+    let site = Site::start("251,30");
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        "",
+        &[("quotes", quotes_watch(&site.url("/quotes.html"), "log"))],
+    );
+    let config = dir.join("semclip.yaml");
+    let out = std::process::Command::new("sh")
+        .args(["-c", "umask 022 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_semclip"))
+        .args(["check", "quotes", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let state = dir.join("state");
+    let mut seen = Vec::new();
+    for entry in std::fs::read_dir(&state).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&entry.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o077, 0, "{name} is {:o}", mode & 0o777);
+        seen.push(name);
+    }
+    assert!(seen.contains(&"semclip.db".to_owned()), "{seen:?}");
+}
+
 #[test]
 fn an_unchanged_page_is_fetched_conditionally_and_not_parsed() {
     let site = Site::start("251,30");
