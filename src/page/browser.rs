@@ -2076,6 +2076,8 @@ impl PipeBridge {
                     };
                     // Only the path with the token: a local process that
                     // races the driver gets a 404 and the endpoint stays.
+                    // The error type is tungstenite's (its `Callback`).
+                    #[allow(clippy::result_large_err)]
                     let check = |request: &async_tungstenite::tungstenite::handshake::server::Request,
                                  response| {
                         if request.uri().path() == path {

@@ -979,10 +979,10 @@ fn listening_sockets(pids: &BTreeSet<(u32, u64)>) -> Vec<(u32, String)> {
         let text = std::fs::read_to_string(table).unwrap_or_default();
         for line in text.lines().skip(1) {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.get(3) == Some(&"0A") {
-                if let Some(inode) = fields.get(9) {
-                    listening.insert(format!("socket:[{inode}]"));
-                }
+            if fields.get(3) == Some(&"0A")
+                && let Some(inode) = fields.get(9)
+            {
+                listening.insert(format!("socket:[{inode}]"));
             }
         }
     }
