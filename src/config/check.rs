@@ -2509,6 +2509,18 @@ pub fn secret_from_env(name: &str) -> Result<Secret, String> {
 /// A secret from the file at `full` (one trailing line break dropped), or
 /// why there is none.
 pub fn secret_from_file(full: &Path) -> Result<Secret, String> {
+    // Kernel files are nobody's secret: `/proc/self/environ` would hand the
+    // daemon's whole environment (every `{env:}` secret) to one field, and
+    // reading them is never what a watch means. Judged by the real path, so
+    // a link elsewhere to them is refused too.
+    if let Ok(real) = std::fs::canonicalize(full)
+        && let Some(root) = ["/proc", "/sys"].iter().find(|root| real.starts_with(root))
+    {
+        return Err(format!(
+            "cannot read secret file {}: a kernel file (under {root}), not a secret",
+            full.display()
+        ));
+    }
     let read = crate::page::fence::read_regular(full, MAX_SECRET_FILE).and_then(|bytes| {
         String::from_utf8(bytes)
             .map_err(|_| FencedRead::Io(std::io::Error::from(std::io::ErrorKind::InvalidData)))

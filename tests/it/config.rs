@@ -987,7 +987,7 @@ fn oversized_and_special_secret_files_are_clear_errors_and_never_hang() {
     let dir = tree(&[
         (
             "semclip.yaml",
-            "tokens:\n  big: {secret: {file: big.key}, scopes: [read]}\n  zero: {secret: {file: /dev/zero}, scopes: [read]}\n  fifo: {secret: {file: fifo.key}, scopes: [read]}\n  dir: {secret: {file: watches}, scopes: [read]}\n  ok: {secret: {file: ok.key}, scopes: [read]}\n",
+            "tokens:\n  big: {secret: {file: big.key}, scopes: [read]}\n  zero: {secret: {file: /dev/zero}, scopes: [read]}\n  fifo: {secret: {file: fifo.key}, scopes: [read]}\n  dir: {secret: {file: watches}, scopes: [read]}\n  ok: {secret: {file: ok.key}, scopes: [read]}\n  environ: {secret: {file: /proc/self/environ}, scopes: [read]}\n  linked: {secret: {file: linked.key}, scopes: [read]}\n",
         ),
         ("big.key", &"k".repeat(64 * 1024 + 1)),
         ("ok.key", &"k".repeat(64 * 1024)),
@@ -1001,6 +1001,8 @@ fn oversized_and_special_secret_files_are_clear_errors_and_never_hang() {
         .status()
         .unwrap();
     assert!(made.success());
+    // A link to a kernel file is judged by where it leads.
+    std::os::unix::fs::symlink("/proc/self/environ", dir.path().join("linked.key")).unwrap();
     // A FIFO nobody writes to: a blocking open would wait forever.
     let mut child = Command::new(env!("CARGO_BIN_EXE_semclip"))
         .arg("validate")
@@ -1028,7 +1030,9 @@ fn oversized_and_special_secret_files_are_clear_errors_and_never_hang() {
             "semclip.yaml:3:18: tokens.zero.secret: cannot read secret file /dev/zero: a character device, not a regular file",
             "semclip.yaml:4:18: tokens.fifo.secret: cannot read secret file fifo.key: a FIFO, not a regular file",
             "semclip.yaml:5:17: tokens.dir.secret: cannot read secret file watches: a directory, not a regular file",
-            "semclip: 4 configuration problems found",
+            "semclip.yaml:7:21: tokens.environ.secret: cannot read secret file /proc/self/environ: a kernel file (under /proc), not a secret",
+            "semclip.yaml:8:20: tokens.linked.secret: cannot read secret file linked.key: a kernel file (under /proc), not a secret",
+            "semclip: 6 configuration problems found",
         ],
         "{stderr}"
     );
