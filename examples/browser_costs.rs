@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use semclip::page::browser::{
-    BrowserSettings, Browsers, Job, Ready, RenderOptions, RenderRequest, WaitFor,
+    BrowserSettings, Browsers, Job, Ready, RenderOptions, RenderRequest, WaitFor, tree_pss,
 };
 
 fn page(price: &str, hold_ms: u32, rows: u32) -> String {
@@ -69,34 +69,6 @@ fn tree_cpu(pid: u32) -> f64 {
     all.iter()
         .filter(|q| pids.contains(&q.0))
         .map(|q| q.2 as f64 / ticks)
-        .sum()
-}
-
-/// PSS of `pid` and its descendants, in bytes.
-fn tree_pss(pid: u32) -> u64 {
-    let mut pids = vec![pid];
-    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let p: u32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-            Some((p, f.get(1)?.parse().ok()?))
-        })
-        .collect();
-    let mut i = 0;
-    while let Some(&p) = pids.get(i) {
-        pids.extend(all.iter().filter(|q| q.1 == p).map(|q| q.0));
-        i += 1;
-    }
-    pids.iter()
-        .filter_map(|p| {
-            let s = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok()?;
-            let line = s.lines().find(|l| l.starts_with("Pss:"))?;
-            Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-        })
         .sum()
 }
 
