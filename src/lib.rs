@@ -64,7 +64,7 @@ pub mod cli;
 pub mod commands;
 
 /// The version of the hierarchy vocabulary written into every document's
-/// `version` attribute. Bump it only on purpose (see README, "Vocabulary").
+/// `version` attribute. Bump it only on purpose (see docs/hierarchy.md, "The vocabulary (version 2)").
 /// 2: rows keyed by the column that names them (issue 30), labels without
 /// pictures' alt text or navigation chrome, side-by-side blocks as rows.
 /// One digit: the packed form's tag carries it ([`hierarchy::packed::FORMAT`]).

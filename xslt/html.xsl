@@ -5,7 +5,7 @@
   Input: a clip document, either the whole semantic hierarchy (root <page>)
   or a named clip (root <clip watch=".." name=".." select=".." count=".."
   url=".."> holding copies of the selected hierarchy elements). Vocabulary:
-  README.md, "The semantic hierarchy (vocabulary version 1)".
+  docs/hierarchy.md, "The vocabulary (version 2)".
 
   Output: one <div class="semclip-clip"> HTML fragment for a portal. Every
   element emitted for a hierarchy node carries data-xpath="{@xpath}" (the

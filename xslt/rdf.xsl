@@ -23,7 +23,7 @@
     sc:xpath      the id (literal)
     sc:label, sc:key, sc:col, sc:keycol   literals, when present
     sc:role, sc:byline, sc:date, sc:clip  literals, when present (extraction
-                                          results: README, "Extraction")
+                                          results: docs/watch-files.md, "Extraction and templates")
     sc:level, sc:ordinal                  xsd:integer, when present
     sc:num        xsd:decimal (xsd:double if the value only fits that, a
                   plain literal if neither)

@@ -6,9 +6,12 @@
 //! not fill a jar no watch uses. A running daemon takes the new jar at the
 //! next check of the session (the jar's revision changed in the store).
 //! A file with any bad line imports nothing; every bad line is reported
-//! with its number. Cookie values are never printed.
+//! with its number. The file is read as a stream under caps (see
+//! [`crate::page::session`]): a file over the size cap imports nothing, a
+//! line over a cap (or for a public suffix) is skipped and reported.
+//! Cookie values are never printed.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::time::SystemTime;
 
 use anyhow::{Context, bail};
@@ -17,15 +20,15 @@ use super::Outcome;
 use crate::cli::{ConfigArgs, CookiesCommand};
 use crate::config::DaemonConfig;
 use crate::daemon;
-use crate::page::session::Jar;
+use crate::page::session::{ImportError, Jar};
 
 /// Runs the command, writing to `out`.
 pub async fn run(command: &CookiesCommand, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     match command {
         CookiesCommand::Import(args) => {
             let daemon = session_daemon(&args.config, &args.session)?;
-            let text = read(&args.file)?;
-            import(&daemon, &args.session, &args.file, &text, out).await
+            let reader = open(&args.file)?;
+            import(&daemon, &args.session, &args.file, reader, out).await
         }
         CookiesCommand::Clear(args) => {
             let daemon = session_daemon(&args.config, &args.session)?;
@@ -61,16 +64,13 @@ fn session_daemon(config: &ConfigArgs, session: &str) -> anyhow::Result<DaemonCo
     Ok(loaded.daemon)
 }
 
-/// The text of `file`, or of stdin for `-`.
-fn read(file: &str) -> anyhow::Result<String> {
+/// A reader of `file`, or of stdin for `-`.
+fn open(file: &str) -> anyhow::Result<Box<dyn BufRead + Send>> {
     if file == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read standard input")?;
-        return Ok(text);
+        return Ok(Box::new(BufReader::new(std::io::stdin())));
     }
-    std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))
+    let f = std::fs::File::open(file).with_context(|| format!("cannot read {file}"))?;
+    Ok(Box::new(BufReader::new(f)))
 }
 
 /// Adds `text`'s cookies to the stored jar of `session`.
@@ -78,7 +78,7 @@ async fn import(
     daemon: &DaemonConfig,
     session: &str,
     file: &str,
-    text: &str,
+    reader: Box<dyn BufRead + Send>,
     out: &mut dyn Write,
 ) -> anyhow::Result<Outcome> {
     let stores = daemon::open_store(daemon)?;
@@ -92,9 +92,13 @@ async fn import(
             .with_context(|| format!("the stored cookie jar of session `{session}`"))?,
         None => Jar::new(),
     };
-    let imported = match jar.import_cookies_txt(text, SystemTime::now()) {
+    let imported = match jar.import_cookies_txt(reader, SystemTime::now()) {
         Ok(imported) => imported,
-        Err(errors) => {
+        Err(ImportError::Read(error)) => {
+            return Err(anyhow::Error::new(error).context(format!("cannot read {file}")));
+        }
+        Err(ImportError::TooLarge) => bail!("{file}: {}", ImportError::TooLarge),
+        Err(ImportError::Lines(errors)) => {
             let lines: Vec<String> = errors
                 .iter()
                 .map(|e| format!("{file}:{}: {}", e.line, e.message))
@@ -113,13 +117,17 @@ async fn import(
         .run(move |s| s.put_session_jar(&name, &json, SystemTime::now(), false))
         .await
         .context("cannot store the cookie jar")?;
+    for skipped in &imported.skipped {
+        writeln!(out, "{file}:{}: {}", skipped.line, skipped.message)?;
+    }
     writeln!(
         out,
-        "imported {} cookie{} into session `{session}` ({} expired line{} left out); the jar holds {}",
+        "imported {} cookie{} into session `{session}` ({} expired line{} and {} skipped left out); the jar holds {}",
         imported.added,
         if imported.added == 1 { "" } else { "s" },
         imported.expired,
         if imported.expired == 1 { "" } else { "s" },
+        imported.skipped.len(),
         jar.len()
     )?;
     Ok(Outcome::Success)

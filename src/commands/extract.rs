@@ -2,7 +2,7 @@
 //! its data records, or the data region around keywords out, as a
 //! hierarchy document (XML), JSON with source positions, or text.
 //!
-//! The JSON shapes are a documented interface (README, "Extraction"):
+//! The JSON shapes are a documented interface (docs/watch-files.md, "JSON output"):
 //! other tools score them.
 //!
 //! - article: `{"title", "byline", "date", "body", "xpath", "method"}`,

@@ -100,6 +100,7 @@ async fn fetch_page(
         },
         retries: 0,
         headers: Vec::new(),
+        headers_cross_origin: false,
         cookies: Vec::new(),
         jar: None,
         credentials: None,

@@ -215,7 +215,7 @@ impl<'a> Ctx<'a> {
 
     fn headers(
         &mut self,
-        headers: Option<&BTreeMap<String, Sp<String>>>,
+        headers: Option<&BTreeMap<String, Sp<RawSecretOrText>>>,
         path: &str,
     ) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -225,11 +225,33 @@ impl<'a> Ctx<'a> {
                 self.err(value.at, &p, format!("invalid header name `{name}`"));
                 continue;
             }
-            if let Some(v) = self.header_value(value, &p) {
+            if let Some(v) = self.secret_header_value(value, &p) {
                 out.push((name.clone(), v));
             }
         }
         out
+    }
+
+    /// A header value that may be a secret: the text, or the secret it
+    /// names, checked as [`Ctx::header_value`] checks text.
+    fn secret_header_value(&mut self, value: &Sp<RawSecretOrText>, path: &str) -> Option<String> {
+        let text = match &value.value {
+            RawSecretOrText::Text(text) => text.clone(),
+            RawSecretOrText::Secret(secret) => {
+                let raw = Sp {
+                    value: secret.clone(),
+                    at: value.at,
+                };
+                self.secret(&raw, path)?.expose().to_owned()
+            }
+        };
+        self.header_value(
+            &Sp {
+                value: text,
+                at: value.at,
+            },
+            path,
+        )
     }
 
     /// A header value (visible ASCII, spaces and tabs, not empty).
@@ -2146,6 +2168,7 @@ fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Op
             retries: d.retries,
             proxy: d.proxy.clone(),
             headers: Vec::new(),
+            headers_cross_origin: false,
             cookies: Vec::new(),
             auth: None,
             render: None,
@@ -2217,6 +2240,7 @@ fn watch_fetch(f: Option<&RawWatchFetch>, d: &FetchDefaults, cx: &mut Ctx) -> Op
         retries: base.retries,
         proxy: base.proxy,
         headers: cx.headers(f.headers.as_ref(), "fetch.headers"),
+        headers_cross_origin: f.headers_cross_origin.as_ref().is_some_and(|v| v.value),
         cookies,
         auth,
         render: render_options(f, cx)?,

@@ -611,8 +611,12 @@ pub struct WatchFetch {
     pub retries: u32,
     /// Proxy URL.
     pub proxy: Option<String>,
-    /// Extra request headers (names and values checked).
+    /// Extra request headers (names and values checked; a value may come
+    /// from a secret).
     pub headers: Vec<(String, String)>,
+    /// Whether the headers go to other origins than the watched page's
+    /// (`fetch.headers_cross_origin`).
+    pub headers_cross_origin: bool,
     /// Cookies sent with every request.
     pub cookies: Vec<(String, Secret)>,
     /// HTTP authentication.

@@ -497,7 +497,7 @@ pub(crate) enum RawNotifier {
     Ntfy(Sp<RawNtfy>),
     /// A Gotify application.
     Gotify(Sp<RawGotify>),
-    /// An Apprise-style URL: tgram://, slack://, discord://, workflows://, matrix[s]://, ntfy[s]://, gotify[s]:// (README, "Chat and push notifiers"). Inline only when it carries no credential; otherwise {env: NAME} or {file: PATH}.
+    /// An Apprise-style URL: tgram://, slack://, discord://, workflows://, matrix[s]://, ntfy[s]://, gotify[s]:// (docs/notifiers.md, "Chat and push notifiers"). Inline only when it carries no credential; otherwise {env: NAME} or {file: PATH}.
     Url(Sp<RawSecretOrText>),
 }
 
@@ -600,8 +600,8 @@ pub(crate) struct RawWebhook {
     pub secret: Option<Sp<RawSecret>>,
     /// Request timeout. Default: 10s.
     pub timeout: Option<Sp<String>>,
-    /// Extra request headers.
-    pub headers: Option<BTreeMap<String, Sp<String>>>,
+    /// Extra request headers: name -> text, or a secret ({env: NAME} or {file: PATH}).
+    pub headers: Option<BTreeMap<String, Sp<RawSecretOrText>>>,
 }
 
 /// A file notifier.
@@ -703,7 +703,7 @@ pub(crate) struct RawLimits {
     /// Minimum time between request starts to one host. Default: 1s.
     pub host_spacing: Option<Sp<String>>,
     /// What one page may make semclip build and spend; a page over any of
-    /// these fails its check with the reason (see README, "Hostile pages").
+    /// these fails its check with the reason (see docs/security.md, "Hostile pages: the page budget").
     pub page: Option<Sp<RawPageLimits>>,
 }
 
@@ -841,8 +841,10 @@ pub(crate) struct RawSchedule {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "WatchFetch")]
 pub(crate) struct RawWatchFetch {
-    /// Extra request headers.
-    pub headers: Option<BTreeMap<String, Sp<String>>>,
+    /// Extra request headers: name -> text, or a secret ({env: NAME} or {file: PATH}) for a key or token. Sent to the watched page's origin only (scheme, host and port): a redirect or a rendered page's request to another origin goes without them, unless headers_cross_origin is true.
+    pub headers: Option<BTreeMap<String, Sp<RawSecretOrText>>>,
+    /// Whether the headers also go to other origins (redirects, and the requests a rendered page makes). Default: false.
+    pub headers_cross_origin: Option<Sp<bool>>,
     /// Cookies sent with every request: name -> secret.
     pub cookies: Option<BTreeMap<String, Sp<RawSecret>>>,
     /// HTTP authentication: exactly one of basic and bearer.

@@ -102,7 +102,7 @@ use crate::store::{CheckStart, Claim, Database};
 use self::scheduler::{Clock, Scheduler};
 
 /// How long the daemon waits at shutdown for what is in flight (checks,
-/// HTTP requests, the outbox's round) before it exits anyway. The README's
+/// HTTP requests, the outbox's round) before it exits anyway. docs/daemon.md's
 /// "Signals" section states the same bound.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -1,7 +1,7 @@
 //! Extraction without hand-written XPath: the main article of a page, the
 //! repeated data records of a list page, and the data region around a few
 //! keywords (DEIP). Each result becomes part of the page's semantic
-//! hierarchy (see the README, "Extraction"), so
+//! hierarchy (see docs/watch-files.md, "Extraction and templates"), so
 //! thresholds, diffs and the clip server work on it unchanged.
 
 use serde::Serialize;

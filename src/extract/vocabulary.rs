@@ -3,7 +3,7 @@
 //! so XPath thresholds, diffs, the store and the clip server read them like
 //! any other part of a page.
 //!
-//! The vocabulary (documented in the README, "Extraction"):
+//! The vocabulary (documented in docs/watch-files.md, "Extraction and templates"):
 //!
 //! ```xml
 //! <section role="article" label="Headline" byline="By A. Writer" date="2026-11-02">

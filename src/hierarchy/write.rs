@@ -1,5 +1,5 @@
 //! Serialisation: a [`Hierarchy`] in, the XML document (the public
-//! contract, see README "Vocabulary"), its JSON form, or a human-readable
+//! contract, see docs/hierarchy.md, "The vocabulary (version 2)"), its JSON form, or a human-readable
 //! outline out.
 //!
 //! All three are deterministic: the same hierarchy always gives the same
@@ -169,7 +169,7 @@ fn text(out: &mut String, value: &str) {
     }
 }
 
-/// The hierarchy as JSON (see README "JSON form"): every node is an object
+/// The hierarchy as JSON (see docs/hierarchy.md, "JSON form"): every node is an object
 /// with `type`, `xpath`, the identifying attributes present, `text` and
 /// `num` for leaves, and `children` for the rest.
 pub fn to_json(h: &Hierarchy) -> Value {

@@ -619,6 +619,7 @@ async fn log_in(
                     url,
                     options: &options,
                     headers: &request.headers,
+                    headers_cross_origin: request.headers_cross_origin,
                     cookies: &given,
                     job: Job::Login(steps),
                     hierarchy: None,
@@ -1042,6 +1043,7 @@ async fn render(
             url,
             options,
             headers: &watch.fetch.headers,
+            headers_cross_origin: watch.fetch.headers_cross_origin,
             cookies: &given,
             job: Job::Page,
             hierarchy: hierarchy.as_ref().map(|t| t as &dyn DomTest),
@@ -1177,6 +1179,7 @@ fn page_request(watch: &Watch, status: &WatchStatus, validators: bool) -> PageRe
         },
         retries: f.retries,
         headers: f.headers.clone(),
+        headers_cross_origin: f.headers_cross_origin,
         cookies: f
             .cookies
             .iter()

@@ -379,7 +379,8 @@ fn slack(alerts: &[Alert], links: &Links) -> Value {
     );
     let title = title(alerts);
     json!({
-        "text": title,
+        // The notification text is mrkdwn: escaped like the section.
+        "text": Dialect::Slack.text(&title),
         "blocks": [
             {"type": "header", "text": {"type": "plain_text", "text": cut(&title, SLACK_HEADER)}},
             {"type": "section", "text": {"type": "mrkdwn", "text": section}},
@@ -408,41 +409,60 @@ fn hook_verdict(answer: Answer, target: &str) -> Result<(), DeliveryError> {
     }
 }
 
-/// Teams: a message with one Adaptive Card (1.4): the title, per alert a
-/// fact set and its change lines in monospace, and a button to the link.
+/// Teams: a message with one Adaptive Card (1.4): the title, per alert its
+/// facts and its change lines in monospace, and a button to the link.
+///
+/// Page text goes only into `TextRun`s of `RichTextBlock`s: a `TextBlock`
+/// or a `FactSet` value parses Markdown (a page's `[Log in](https://…)`
+/// would become a link), a `TextRun` never does.
 fn teams(alerts: &[Alert], links: &Links) -> Value {
-    let mut body = vec![json!({
-        "type": "TextBlock",
-        "text": title(alerts),
-        "size": "Medium",
-        "weight": "Bolder",
-        "wrap": true,
-    })];
+    /// A block of runs, each (text, extra properties).
+    fn runs(parts: &[(&str, Value)], extra: Value) -> Value {
+        let inlines: Vec<Value> = parts
+            .iter()
+            .map(|(text, props)| {
+                let mut run = json!({"type": "TextRun", "text": text});
+                if let (Some(run), Some(props)) = (run.as_object_mut(), props.as_object()) {
+                    run.extend(props.clone());
+                }
+                run
+            })
+            .collect();
+        let mut block = json!({"type": "RichTextBlock", "inlines": inlines});
+        if let (Some(block), Some(extra)) = (block.as_object_mut(), extra.as_object()) {
+            block.extend(extra.clone());
+        }
+        block
+    }
+    let mut body = vec![runs(
+        &[(&title(alerts), json!({"size": "Medium", "weight": "Bolder"}))],
+        json!({}),
+    )];
     let mut changes_left = TEAMS_CHANGES;
     for alert in alerts {
         if alerts.len() > 1 {
-            body.push(json!({
-                "type": "TextBlock",
-                "text": cut(&alert.summary, format::MAX_VALUE_CHARS),
-                "weight": "Bolder",
-                "wrap": true,
-                "separator": true,
-            }));
+            let summary = cut(&format::inert(&alert.summary), format::MAX_VALUE_CHARS);
+            body.push(runs(
+                &[(&summary, json!({"weight": "Bolder"}))],
+                json!({"separator": true}),
+            ));
         }
-        let facts: Vec<Value> = facts(alert)
-            .into_iter()
-            .map(|(label, value)| json!({"title": label, "value": cut(&value, format::MAX_VALUE_CHARS)}))
-            .collect();
-        body.push(json!({"type": "FactSet", "facts": facts}));
+        for (label, value) in facts(alert) {
+            body.push(runs(
+                &[
+                    (&format!("{label}: "), json!({"weight": "Bolder"})),
+                    (&cut(&value, format::MAX_VALUE_CHARS), json!({})),
+                ],
+                json!({"spacing": "None"}),
+            ));
+        }
         let shown = alert.changes.len().min(changes_left);
         for change in &alert.changes[..shown] {
-            body.push(json!({
-                "type": "TextBlock",
-                "text": cut(&change.text, format::MAX_VALUE_CHARS),
-                "fontType": "Monospace",
-                "wrap": true,
-                "spacing": "None",
-            }));
+            let line = cut(&format::inert(&change.text), format::MAX_VALUE_CHARS);
+            body.push(runs(
+                &[(&line, json!({"fontType": "Monospace"}))],
+                json!({"spacing": "None"}),
+            ));
         }
         changes_left -= shown;
         if shown < alert.changes.len() {

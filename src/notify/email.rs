@@ -8,7 +8,7 @@ use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::format::{escape, facts, is_web_link, title};
+use super::format::{escape, facts, inert, is_web_link, title};
 use super::{Alert, DeliveryError, NotifyError};
 use crate::config::{SmtpConfig, SmtpSecurity};
 
@@ -157,7 +157,7 @@ fn text_body(alerts: &[Alert]) -> String {
         if i > 0 {
             out.push_str("\n----------------------------------------\n\n");
         }
-        let _ = writeln!(out, "{}\n", alert.summary);
+        let _ = writeln!(out, "{}\n", inert(&alert.summary));
         let rows = facts(alert);
         let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
         for (label, value) in rows {
@@ -171,7 +171,7 @@ fn text_body(alerts: &[Alert]) -> String {
         if !alert.changes.is_empty() {
             out.push_str("\nChanges:\n");
             for change in &alert.changes {
-                let _ = writeln!(out, "  {}", change.text);
+                let _ = writeln!(out, "  {}", inert(&change.text));
             }
         }
     }
@@ -196,7 +196,7 @@ fn html_body(subject: &str, alerts: &[Alert]) -> String {
         if i > 0 {
             out.push_str("<hr>\n");
         }
-        let _ = writeln!(out, "<h2>{}</h2>\n<table>", escape(&alert.summary));
+        let _ = writeln!(out, "<h2>{}</h2>\n<table>", escape(&inert(&alert.summary)));
         for (label, value) in facts(alert) {
             let cell = if label == "Page" && is_web_link(&value) {
                 format!("<a href=\"{0}\">{0}</a>", escape(&value))
@@ -215,7 +215,7 @@ fn html_body(subject: &str, alerts: &[Alert]) -> String {
         if !alert.changes.is_empty() {
             out.push_str("<h3>Changes</h3>\n<ul>\n");
             for change in &alert.changes {
-                let _ = writeln!(out, "<li><code>{}</code></li>", escape(&change.text));
+                let _ = writeln!(out, "<li><code>{}</code></li>", escape(&inert(&change.text)));
             }
             out.push_str("</ul>\n");
         }

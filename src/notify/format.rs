@@ -6,8 +6,9 @@
 //! # Guarantees
 //!
 //! - Every string that comes from a page or a watch file (summary, context,
-//!   change lines, errors) is escaped for the dialect: page text cannot add
-//!   markup, links or mentions to a message.
+//!   change lines, errors) is made inert ([`inert`]) and then escaped for the
+//!   dialect: page text cannot add markup, links or mentions to a message,
+//!   not even the links and mentions a client finds in plain text.
 //! - A rendered message never exceeds its limit; what does not fit is cut
 //!   at whole lines, and a last line says how many lines were left out. The
 //!   title and the link are always kept.
@@ -18,6 +19,17 @@
 //!   Matrix and the email body), not `maud`: it escapes the apostrophe too
 //!   (`&#39;`, which maud leaves alone), so the same text is safe in
 //!   element content and in attributes whichever quote they use.
+//! - **Inert rather than escaped, for what clients find by themselves.**
+//!   Escaping stops markup, but Slack, Telegram, Teams and the ntfy and
+//!   Matrix apps turn `https://…`, `www.…` and `evil.example` in plain text
+//!   into links, and Matrix notifies a whole room for `@room` in a body. So
+//!   page text loses what a linkifier or a mention parser looks for, with
+//!   characters that read the same: a word joiner after `:` in `://` and
+//!   after `@`, and a one-dot leader (`․`) for a dot between a word and a
+//!   letter (`301.5` keeps its dot). Bidi overrides and isolates are
+//!   dropped and other control characters become spaces, so a value cannot
+//!   reorder or hide the text around it. The exact text is on the status
+//!   page; the link each message ends with is semclip's own.
 //! - One value is cut to [`MAX_VALUE_CHARS`] before markup, so a cut never
 //!   splits a tag or an entity, and a single line always fits.
 
@@ -33,8 +45,56 @@ pub(super) fn number(value: f64) -> String {
     format!("{value}")
 }
 
-/// The facts of one alert as (label, value) rows.
+/// Page text made inert for every reader: no link or mention a client would
+/// find in it, no bidi override, no control character (see the module's
+/// decisions). Apply before a dialect's escaping.
+pub(super) fn inert(text: &str) -> String {
+    /// U+2060 WORD JOINER: invisible, and it ends a scheme or a mention.
+    const JOINER: char = '\u{2060}';
+    /// U+2024 ONE DOT LEADER: a dot to the eye, not to a linkifier.
+    const DOT: char = '\u{2024}';
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
+        let after = chars.get(i + 1).copied();
+        match c {
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}'
+            | '\u{061C}' => {}
+            c if c.is_control() => out.push(' '),
+            '.' if before.is_some_and(|b| b.is_alphanumeric() || b == '-')
+                && after.is_some_and(char::is_alphabetic) =>
+            {
+                out.push(DOT);
+            }
+            '@' if after.is_some_and(char::is_alphanumeric) => {
+                out.push('@');
+                out.push(JOINER);
+            }
+            ':' if after == Some('/') => {
+                out.push(':');
+                out.push(JOINER);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The facts of one alert as (label, value) rows; every value is
+/// [`inert`] but the watch file's own (the watched page's address, the
+/// threshold's XPath, to copy as written) and the time.
 pub(super) fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
+    let rows = raw_facts(alert);
+    rows.into_iter()
+        .map(|(label, value)| match label {
+            "Page" | "XPath" | "When" => (label, value),
+            _ => (label, inert(&value)),
+        })
+        .collect()
+}
+
+fn raw_facts(alert: &Alert) -> Vec<(&'static str, String)> {
     let mut rows = Vec::new();
     rows.push(("What", alert.kind.label().to_owned()));
     let watch = match &alert.watch_title {
@@ -136,7 +196,7 @@ pub(super) const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_A
     .remove(b'~');
 
 /// One line, e.g. "GAZP Last 301.5 crossed above 300" for one alert or
-/// "gazp: 3 alerts" for a digest; control characters become spaces.
+/// "gazp: 3 alerts" for a digest; [`inert`].
 pub(super) fn title(alerts: &[Alert]) -> String {
     let text = match alerts {
         [one] => one.summary.clone(),
@@ -145,11 +205,7 @@ pub(super) fn title(alerts: &[Alert]) -> String {
             format!("{watch}: {} alerts", alerts.len())
         }
     };
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    cut(line.trim(), MAX_VALUE_CHARS)
+    cut(inert(&text).trim(), MAX_VALUE_CHARS)
 }
 
 /// `text` cut to `max` characters, with `…` when cut.
@@ -176,7 +232,7 @@ pub(super) enum Dialect {
 }
 
 impl Dialect {
-    fn text(self, text: &str) -> String {
+    pub(super) fn text(self, text: &str) -> String {
         let text = cut(text, MAX_VALUE_CHARS);
         match self {
             Dialect::Plain => text,
@@ -284,7 +340,7 @@ pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String 
             if !lines.is_empty() {
                 lines.push(String::new());
             }
-            lines.push(d.bold(&alert.summary));
+            lines.push(d.bold(&inert(&alert.summary)));
         }
         for (label, value) in facts(alert) {
             // The page is the link's business when the link goes there.
@@ -301,7 +357,7 @@ pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String 
         if !alert.changes.is_empty() {
             lines.push(d.bold("Changes"));
             for change in &alert.changes {
-                lines.push(d.code(&change.text));
+                lines.push(d.code(&inert(&change.text)));
             }
         }
     }
@@ -392,6 +448,16 @@ mod tests {
             title: true,
             link: true,
         }
+    }
+
+    #[test]
+    fn inert_text_keeps_numbers_and_loses_links_mentions_and_overrides() {
+        assert_eq!(inert("301.5 -> 299.75"), "301.5 -> 299.75");
+        assert_eq!(inert("see evil.example/x"), "see evil\u{2024}example/x");
+        assert_eq!(inert("https://x"), "https:\u{2060}//x");
+        assert_eq!(inert("@everyone"), "@\u{2060}everyone");
+        assert_eq!(inert("a\u{202E}b\u{7}c\nd"), "ab c d");
+        assert_eq!(inert("e-mail: a @ b."), "e-mail: a @ b.");
     }
 
     #[test]

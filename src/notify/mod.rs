@@ -27,7 +27,7 @@ pub use file::FileNotifier;
 pub use webhook::WebhookNotifier;
 
 /// The version of the JSON shape of a delivered alert (webhook payload and
-/// file lines). Bump it only on purpose (see README, "Webhook payload").
+/// file lines). Bump it only on purpose (see docs/notifiers.md, "Webhook payload, version 1").
 pub const PAYLOAD_VERSION: &str = "1";
 
 /// One alert, as stored in the outbox and delivered.

@@ -9,10 +9,13 @@
 //! is judged on its own. A hop to the watch's own host and port, to a public
 //! literal address or to an admitted host goes out on an open client; a hop
 //! to any other host name goes out on a *fenced* client, whose resolver
-//! connects only to addresses the fence admits. Credentials, cookies and
-//! authorization headers are dropped from the first hop that changes host
-//! or port on (as browsers and reqwest do). The redirect limit and the
-//! whole-request timeout cover the whole chain.
+//! connects only to addresses the fence admits. The watch's credentials,
+//! cookies and headers are dropped from the first hop that changes origin
+//! (scheme, host or port) on, as browsers drop credentials; a watch may
+//! let its headers (never its credentials) follow with
+//! `headers_cross_origin`. The session jar's cookies go wherever its rules
+//! send them. The redirect limit and the whole-request timeout cover the
+//! whole chain.
 //!
 //! `file://` URLs are read from disk (under the same size cap), only under
 //! the fence's file roots and only from regular files.
@@ -69,8 +72,12 @@ pub struct PageRequest {
     pub opts: FetchOptions,
     /// Extra attempts after a transient failure.
     pub retries: u32,
-    /// Extra request headers (validated names and values).
+    /// Extra request headers (validated names and values), sent to the
+    /// page's origin only, unless [`PageRequest::headers_cross_origin`].
     pub headers: Vec<(String, String)>,
+    /// Whether [`PageRequest::headers`] also go to other origins a
+    /// redirect leads to (never those that carry credentials).
+    pub headers_cross_origin: bool,
     /// Cookies sent as one `Cookie` header.
     pub cookies: Vec<(String, String)>,
     /// The session's cookie jar: its cookies that match each hop are sent
@@ -572,7 +579,7 @@ async fn follow(clients: &Clients, req: &PageRequest) -> Result<HttpFetched, Sou
     let deadline = std::time::Instant::now() + opts.request_timeout;
     let mut url = req.url.clone();
     let mut redirects = 0;
-    let mut same_host = true;
+    let mut same_origin = true;
     loop {
         let route = clients.fence.route(&req.url, &url, redirects)?;
         if route == Route::Fenced && !proxy_hosts(opts).is_empty() {
@@ -580,7 +587,7 @@ async fn follow(clients: &Clients, req: &PageRequest) -> Result<HttpFetched, Sou
         }
         let client = clients.get(opts, route)?;
         let remaining = deadline.saturating_duration_since(std::time::Instant::now());
-        let request = build(&client, req, &url, same_host).timeout(remaining);
+        let request = build(&client, req, &url, same_origin).timeout(remaining);
         tracing::debug!(%url, redirects, ?route, "fetching");
         let response = match request.send().await {
             Ok(response) => response,
@@ -605,9 +612,8 @@ async fn follow(clients: &Clients, req: &PageRequest) -> Result<HttpFetched, Sou
                 source: None,
             });
         }
-        if next.host() != url.host() || next.port_or_known_default() != url.port_or_known_default()
-        {
-            same_host = false;
+        if next.origin() != url.origin() {
+            same_origin = false;
         }
         tracing::debug!(from = %url, to = %next, "redirected");
         redirects += 1;
@@ -664,21 +670,21 @@ fn hop_error(
 }
 
 /// The request for `url` on `client`; the credentials, cookies and
-/// authorization headers only while `same_host`.
+/// headers only while `same_origin` (headers that carry no credential also
+/// elsewhere when the watch allows it).
 fn build(
     client: &reqwest::Client,
     req: &PageRequest,
     url: &Url,
-    same_host: bool,
+    same_origin: bool,
 ) -> reqwest::RequestBuilder {
     let mut r = client.get(url.clone());
     let sensitive = [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION, WWW_AUTHENTICATE];
     for (name, value) in &req.headers {
-        if !same_host
-            && sensitive
-                .iter()
-                .any(|s| s.as_str().eq_ignore_ascii_case(name))
-        {
+        let credential = sensitive
+            .iter()
+            .any(|s| s.as_str().eq_ignore_ascii_case(name));
+        if !same_origin && (credential || !req.headers_cross_origin) {
             continue;
         }
         r = r.header(name.as_str(), value.as_str());
@@ -688,7 +694,7 @@ fn build(
     let own = req
         .cookies
         .iter()
-        .filter(|_| same_host)
+        .filter(|_| same_origin)
         .map(|(n, v)| format!("{n}={v}"));
     let cookie = own
         .chain(req.jar.as_ref().and_then(|jar| jar.header(url)))
@@ -698,10 +704,10 @@ fn build(
         r = r.header(COOKIE, cookie);
     }
     match &req.credentials {
-        Some(Credentials::Basic { username, password }) if same_host => {
+        Some(Credentials::Basic { username, password }) if same_origin => {
             r = r.basic_auth(username, Some(password));
         }
-        Some(Credentials::Bearer(token)) if same_host => r = r.bearer_auth(token),
+        Some(Credentials::Bearer(token)) if same_origin => r = r.bearer_auth(token),
         _ => {}
     }
     if let Some(etag) = &req.etag {
@@ -804,6 +810,7 @@ mod tests {
             opts: FetchOptions::default(),
             retries: 3,
             headers: Vec::new(),
+            headers_cross_origin: false,
             cookies: Vec::new(),
             jar: None,
             credentials: None,

@@ -16,20 +16,39 @@
 //!   their sessions keep such cookies across restarts too. So the stored
 //!   jar holds them, and a restart of the daemon is not a logout. Expired
 //!   cookies are dropped when the jar is written.
-//! - **No public-suffix list.** A jar serves the watches of one named
-//!   session, normally of one site; the list would have to be loaded at
-//!   run time. A site that sets a cookie for a whole public suffix only
-//!   reaches the other hosts its own session's watches fetch.
+//! - **Public suffixes refused** ([`psl`], the list compiled in, updated
+//!   with each release of the crate): a `Set-Cookie` or a `cookies.txt`
+//!   line for `com` or `co.uk` is refused, as browsers refuse it (a host
+//!   that is itself a public suffix keeps its cookie, host-only, as RFC
+//!   6265 5.3 step 5 says). Only suffixes the list knows count: `localhost`
+//!   and intranet names are not public.
+//! - **A cookie goes back to the port that set it.** RFC 6265 does not
+//!   isolate ports, and browsers send a cookie to every port of its host;
+//!   semclip does not, because one host often runs unrelated services on
+//!   several ports (an intranet server, `localhost`), and a session's
+//!   cookies for one must not reach the other, directly or after a
+//!   redirect. The port is kept with the jar; the default ports (80 and
+//!   443) count as one, so a site's http cookie reaches its https pages. Cookies whose port is not
+//!   known (imported from a `cookies.txt`, which has no ports, taken back
+//!   from a browser, which keeps none, or stored before semclip kept
+//!   ports) go to any port of their host, as RFC 6265 has it.
+//! - **`cookies.txt` is read as a stream under caps**
+//!   ([`MAX_COOKIES_TXT_BYTES`], [`MAX_COOKIE_LINE_BYTES`],
+//!   [`MAX_COOKIE_VALUE_BYTES`], [`MAX_COOKIES`] cookies): a larger file is
+//!   refused before it is read whole; a line over a cap is skipped and
+//!   reported, the rest imported.
 //! - **Cookie values never reach a log.** [`Jar`]'s `Debug` prints the
 //!   number of cookies; cookies are inserted one by one rather than through
 //!   `cookie_store`'s `store_response_cookies`, which logs them at debug
 //!   level; errors name lines and cookie names, never values.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::io::BufRead;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use cookie_store::{CookieStore, RawCookie};
+use cookie_store::{CookieDomain, CookiePath, CookieStore, RawCookie};
 use reqwest::header::{HeaderMap, SET_COOKIE};
 use url::Url;
 
@@ -40,10 +59,47 @@ pub const MAX_COOKIES_PER_DOMAIN: usize = 180;
 /// The most cookies a jar keeps in all (Chromium: 3300).
 pub const MAX_COOKIES: usize = 3000;
 
+/// The largest `cookies.txt` read; a larger one is refused whole.
+pub const MAX_COOKIES_TXT_BYTES: u64 = 16 << 20;
+
+/// The longest `cookies.txt` line taken; a longer one is skipped.
+pub const MAX_COOKIE_LINE_BYTES: usize = 8 << 10;
+
+/// The largest cookie (name and value) taken, as browsers cap it.
+pub const MAX_COOKIE_VALUE_BYTES: usize = 4096;
+
 /// A session's cookie jar, shared by the requests of one check (and the
 /// checks of one session). Cloning shares the jar.
 #[derive(Clone, Default)]
-pub struct Jar(Arc<Mutex<CookieStore>>);
+pub struct Jar(Arc<Mutex<Inner>>);
+
+/// The cookies, and the port each came from when known.
+#[derive(Clone, Default)]
+struct Inner {
+    store: CookieStore,
+    ports: HashMap<Key, u16>,
+}
+
+/// A stored cookie's key: domain, path, name.
+type Key = (String, String, String);
+
+impl Inner {
+    /// Forgets the ports of cookies no longer in the store.
+    fn prune_ports(&mut self) {
+        let store = &self.store;
+        self.ports
+            .retain(|(domain, path, name), _| store.get(domain, path, name).is_some());
+    }
+}
+
+/// The jar's stored form: the cookies in `cookie_store`'s JSON, and the
+/// ports.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    cookies: String,
+    #[serde(default)]
+    ports: Vec<(String, String, String, u16)>,
+}
 
 impl fmt::Debug for Jar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -62,21 +118,36 @@ impl Jar {
         Jar::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, CookieStore> {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves a jar that is still a jar.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A jar read back from [`Jar::to_json`]; expired cookies are dropped.
+    /// A jar read back from [`Jar::to_json`] (or from the plain
+    /// `cookie_store` JSON of before ports were kept); expired cookies are
+    /// dropped.
     pub fn from_json(json: &str) -> Result<Jar, JarError> {
-        cookie_store::serde::json::load(json.as_bytes())
-            .map(|store| Jar(Arc::new(Mutex::new(store))))
-            .map_err(JarError)
+        let (cookies, ports) = match serde_json::from_str::<Stored>(json) {
+            Ok(stored) => (stored.cookies, stored.ports),
+            Err(_) => (json.to_owned(), Vec::new()),
+        };
+        let store = cookie_store::serde::json::load(cookies.as_bytes()).map_err(JarError)?;
+        let mut inner = Inner {
+            store,
+            ports: ports
+                .into_iter()
+                .map(|(domain, path, name, port)| ((domain, path, name), port))
+                .collect(),
+        };
+        inner.prune_ports();
+        Ok(Jar(Arc::new(Mutex::new(inner))))
     }
 
-    /// The jar as JSON: its unexpired cookies, session cookies included.
+    /// The jar as JSON: its unexpired cookies, session cookies included,
+    /// and their ports.
     pub fn to_json(&self) -> Result<String, JarError> {
-        let store = self.lock();
+        let inner = self.lock();
+        let store = &inner.store;
         let live = CookieStore::from_cookies(
             store
                 .iter_unexpired()
@@ -88,12 +159,20 @@ impl Jar {
         let mut out = Vec::new();
         cookie_store::serde::json::save_incl_expired_and_nonpersistent(&live, &mut out)
             .map_err(JarError)?;
-        String::from_utf8(out).map_err(|e| JarError(Box::new(e)))
+        let cookies = String::from_utf8(out).map_err(|e| JarError(Box::new(e)))?;
+        let mut ports: Vec<(String, String, String, u16)> = inner
+            .ports
+            .iter()
+            .filter(|((domain, path, name), _)| live.get(domain, path, name).is_some())
+            .map(|((domain, path, name), port)| (domain.clone(), path.clone(), name.clone(), *port))
+            .collect();
+        ports.sort();
+        serde_json::to_string(&Stored { cookies, ports }).map_err(|e| JarError(Box::new(e)))
     }
 
     /// The unexpired cookies in the jar.
     pub fn len(&self) -> usize {
-        self.lock().iter_unexpired().count()
+        self.lock().store.iter_unexpired().count()
     }
 
     /// Whether the jar holds no unexpired cookie.
@@ -112,45 +191,65 @@ impl Jar {
     }
 
     /// The `Cookie` header value for a request to `url`: the jar's cookies
-    /// that match its host, path and scheme, or `None`.
+    /// that match its host, path and scheme and came from its port (or
+    /// from no known port), or `None`.
     pub fn header(&self, url: &Url) -> Option<String> {
-        let store = self.lock();
-        let pairs: Vec<String> = store
-            .get_request_values(url)
-            .map(|(name, value)| format!("{name}={value}"))
+        let inner = self.lock();
+        let port = port_of(url);
+        let pairs: Vec<String> = inner
+            .store
+            .matches(url)
+            .into_iter()
+            .filter(|c| inner.ports.get(&key(c)).is_none_or(|p| *p == port))
+            .map(|c| format!("{}={}", c.name(), c.value()))
             .collect();
         (!pairs.is_empty()).then(|| pairs.join("; "))
     }
 
-    /// Keeps the `Set-Cookie`s of a response from `url`. A header that is
-    /// not a cookie, or a cookie the rules refuse (another site's domain),
-    /// is left out; a `Secure` cookie is kept but sent only over https.
+    /// Keeps the `Set-Cookie`s of a response from `url`, with its port. A
+    /// header that is not a cookie, or a cookie the rules refuse (another
+    /// site's domain, a public suffix), is left out; a `Secure` cookie is
+    /// kept but sent only over https.
     pub fn store(&self, headers: &HeaderMap, url: &Url) {
-        let mut store = self.lock();
+        let mut inner = self.lock();
         for value in headers.get_all(SET_COOKIE) {
             let Ok(text) = value.to_str() else { continue };
-            let Ok(cookie) = RawCookie::parse(text.to_owned()) else {
+            let Ok(mut cookie) = RawCookie::parse(text.to_owned()) else {
                 continue;
             };
-            if let Err(error) = store.insert_raw(&cookie, url) {
+            if let Err(why) = public_suffix_rule(&mut cookie, url) {
+                tracing::debug!(%url, cookie = cookie.name(), why, "cookie refused");
+                continue;
+            }
+            if let Err(error) = inner.store.insert_raw(&cookie, url) {
                 tracing::debug!(%url, cookie = cookie.name(), %error, "cookie refused");
+                continue;
+            }
+            if let Some(key) = stored_key(&cookie, url)
+                && inner.store.get(&key.0, &key.1, &key.2).is_some()
+            {
+                inner.ports.insert(key, port_of(url));
             }
         }
-        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        evict(&mut inner.store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        inner.prune_ports();
     }
 
     /// Adds the cookies of a Netscape `cookies.txt` (as browsers' export
-    /// extensions and curl write it). Nothing is added unless every line
-    /// reads; the errors name their lines. Returns the cookies added and
+    /// extensions and curl write it), read from `reader` as a stream. A
+    /// file over [`MAX_COOKIES_TXT_BYTES`] or with a line that does not read
+    /// adds nothing, and the errors name their lines; a line over a cap,
+    /// for a public suffix, or past [`MAX_COOKIES`] cookies is skipped and
+    /// reported in [`Imported::skipped`]. Returns the cookies added and
     /// those left out as already expired at `now`.
     pub fn import_cookies_txt(
         &self,
-        text: &str,
+        reader: impl BufRead,
         now: SystemTime,
-    ) -> Result<Imported, Vec<LineError>> {
-        let parsed = parse_cookies_txt(text, now)?;
-        let mut store = self.lock();
-        let mut scratch = store.clone();
+    ) -> Result<Imported, ImportError> {
+        let parsed = parse_cookies_txt(reader, now)?;
+        let mut inner = self.lock();
+        let mut scratch = inner.store.clone();
         let mut errors = Vec::new();
         for (line, cookie, url) in &parsed.cookies {
             if let Err(error) = scratch.insert_raw(cookie, url) {
@@ -161,15 +260,63 @@ impl Jar {
             }
         }
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(ImportError::Lines(errors));
         }
-        *store = scratch;
-        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        inner.store = scratch;
+        evict(&mut inner.store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        inner.prune_ports();
         Ok(Imported {
             added: parsed.cookies.len(),
             expired: parsed.expired,
+            skipped: parsed.skipped,
         })
     }
+}
+
+/// RFC 6265 5.3 step 5 with the public-suffix list: a `Domain` that is a
+/// public suffix is refused, unless it is the request's host itself, when
+/// the cookie becomes host-only.
+fn public_suffix_rule(cookie: &mut RawCookie<'static>, url: &Url) -> Result<(), &'static str> {
+    let Some(domain) = cookie.domain().map(|d| d.trim_start_matches('.').to_ascii_lowercase())
+    else {
+        return Ok(());
+    };
+    if !is_public_suffix(&domain) {
+        return Ok(());
+    }
+    if url.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&domain)) {
+        cookie.unset_domain();
+        return Ok(());
+    }
+    Err("its domain is a public suffix")
+}
+
+/// Whether `domain` is a suffix the public-suffix list knows (`com`,
+/// `co.uk`, `github.io`), not merely an unknown top-level name.
+pub fn is_public_suffix(domain: &str) -> bool {
+    let domain = domain.trim_end_matches('.');
+    psl::suffix(domain.as_bytes())
+        .is_some_and(|s| s.is_known() && s.as_bytes().eq_ignore_ascii_case(domain.as_bytes()))
+}
+
+/// The port a cookie is bound to: `url`'s own, or 0 for its scheme's
+/// default port (80 and 443 count as one: a site's move from http to https
+/// is the same service, not another one on another port).
+fn port_of(url: &Url) -> u16 {
+    url.port().unwrap_or(0)
+}
+
+/// The key `cookie_store` keeps `cookie`, received from `url`, under.
+fn stored_key(cookie: &RawCookie<'_>, url: &Url) -> Option<Key> {
+    let domain = match cookie.domain() {
+        Some(_) => String::from(&CookieDomain::try_from(cookie).ok()?),
+        None => url.host_str()?.to_ascii_lowercase(),
+    };
+    let path = match cookie.path() {
+        Some(p) if p.starts_with('/') => p.to_owned(),
+        _ => String::from(&CookiePath::default_path(url)),
+    };
+    Some((domain, path, cookie.name().to_owned()))
 }
 
 /// A cookie as a browser is given it and gives it back
@@ -235,8 +382,9 @@ impl BrowserCookie {
 impl Jar {
     /// The jar's unexpired cookies, to give a browser.
     pub fn browser_cookies(&self) -> Vec<BrowserCookie> {
-        let store = self.lock();
-        store
+        let inner = self.lock();
+        inner
+            .store
             .iter_unexpired()
             .filter_map(|c| {
                 let (domain, host_only) = match &c.domain {
@@ -269,7 +417,8 @@ impl Jar {
     /// Cookies the jar got meanwhile from elsewhere (another check of the
     /// session) are left alone.
     pub fn take_from_browser(&self, before: &[BrowserCookie], after: &[BrowserCookie]) {
-        let mut store = self.lock();
+        let mut inner = self.lock();
+        let store = &mut inner.store;
         for gone in before
             .iter()
             .filter(|b| !after.iter().any(|a| a.same_key(b)))
@@ -285,7 +434,8 @@ impl Jar {
                 tracing::debug!(%url, cookie = %cookie.name, %error, "cookie refused");
             }
         }
-        evict(&mut store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        evict(store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);
+        inner.prune_ports();
     }
 }
 
@@ -373,12 +523,29 @@ fn key(c: &cookie_store::Cookie<'_>) -> (String, String, String) {
 }
 
 /// What [`Jar::import_cookies_txt`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Imported {
     /// Cookies added (or replacing one of the same domain, path and name).
     pub added: usize,
     /// Lines left out because their cookie had already expired.
     pub expired: usize,
+    /// Lines left out, each with why: over a cap, a public suffix's
+    /// cookie, past the most cookies a jar keeps.
+    pub skipped: Vec<LineError>,
+}
+
+/// Why a `cookies.txt` imported nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file is larger than [`MAX_COOKIES_TXT_BYTES`].
+    #[error("the file is larger than {} MiB: nothing imported", MAX_COOKIES_TXT_BYTES >> 20)]
+    TooLarge,
+    /// Lines that do not read, by number.
+    #[error("{} bad line(s): nothing imported", .0.len())]
+    Lines(Vec<LineError>),
+    /// The file could not be read.
+    #[error("cannot read the file")]
+    Read(#[source] std::io::Error),
 }
 
 /// A line of a `cookies.txt` that does not read.
@@ -396,6 +563,7 @@ pub struct LineError {
 struct Parsed {
     cookies: Vec<(usize, RawCookie<'static>, Url)>,
     expired: usize,
+    skipped: Vec<LineError>,
 }
 
 /// The fields of a `cookies.txt` line, in order.
@@ -406,19 +574,46 @@ const FIELDS: &str = "domain, include-subdomains, path, secure, expiry, name, va
 /// secure `TRUE`/`FALSE`, expiry in Unix seconds with `0` for a session
 /// cookie, name, value). Blank lines and `#` comments are skipped, except
 /// the `#HttpOnly_` prefix curl and browsers write before the domain of an
-/// HTTP-only cookie. Every bad line is reported.
-fn parse_cookies_txt(text: &str, now: SystemTime) -> Result<Parsed, Vec<LineError>> {
+/// HTTP-only cookie. Every bad line is reported. Read line by line, never
+/// more than [`MAX_COOKIE_LINE_BYTES`] of a line held, and never past
+/// [`MAX_COOKIES_TXT_BYTES`].
+fn parse_cookies_txt(mut reader: impl BufRead, now: SystemTime) -> Result<Parsed, ImportError> {
     let now = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     let mut out = Parsed {
         cookies: Vec::new(),
         expired: 0,
+        skipped: Vec::new(),
     };
     let mut errors = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+    let mut read: u64 = 0;
+    let mut buf = Vec::new();
+    for line in 1.. {
+        buf.clear();
+        let (taken, whole) = read_line(&mut reader, &mut buf).map_err(ImportError::Read)?;
+        read += taken;
+        if read > MAX_COOKIES_TXT_BYTES {
+            return Err(ImportError::TooLarge);
+        }
+        if taken == 0 {
+            break;
+        }
+        if !whole {
+            out.skipped.push(LineError {
+                line,
+                message: format!("longer than {MAX_COOKIE_LINE_BYTES} bytes: skipped"),
+            });
+            continue;
+        }
+        let Ok(raw) = std::str::from_utf8(&buf) else {
+            errors.push(LineError {
+                line,
+                message: "not UTF-8 text".to_owned(),
+            });
+            continue;
+        };
+        let raw = raw.trim_end_matches(['\n', '\r']);
         let (raw, http_only) = match raw.strip_prefix("#HttpOnly_") {
             Some(rest) => (rest, true),
             None => (raw, false),
@@ -427,7 +622,31 @@ fn parse_cookies_txt(text: &str, now: SystemTime) -> Result<Parsed, Vec<LineErro
             continue;
         }
         match cookie_line(raw, http_only, now) {
-            Ok(Some((cookie, url))) => out.cookies.push((line, cookie, url)),
+            Ok(Some((cookie, url))) => {
+                let size = cookie.name().len() + cookie.value().len();
+                let suffix = cookie
+                    .domain()
+                    .map(|d| d.trim_start_matches('.'))
+                    .filter(|d| is_public_suffix(d))
+                    .map(str::to_owned);
+                let why = if size > MAX_COOKIE_VALUE_BYTES {
+                    format!(
+                        "cookie `{}` is larger than {MAX_COOKIE_VALUE_BYTES} bytes: skipped",
+                        cookie.name()
+                    )
+                } else if let Some(suffix) = suffix {
+                    format!(
+                        "cookie `{}` is for `{suffix}`, a public suffix: skipped",
+                        cookie.name()
+                    )
+                } else if out.cookies.len() >= MAX_COOKIES {
+                    format!("past the {MAX_COOKIES} cookies a jar keeps: skipped")
+                } else {
+                    out.cookies.push((line, cookie, url));
+                    continue;
+                };
+                out.skipped.push(LineError { line, message: why });
+            }
             Ok(None) => out.expired += 1,
             Err(message) => errors.push(LineError { line, message }),
         }
@@ -435,7 +654,34 @@ fn parse_cookies_txt(text: &str, now: SystemTime) -> Result<Parsed, Vec<LineErro
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(errors)
+        Err(ImportError::Lines(errors))
+    }
+}
+
+/// Reads one line into `buf`, at most [`MAX_COOKIE_LINE_BYTES`] of it (the
+/// rest of a longer line is read and dropped, up to the file cap). Gives
+/// the bytes read and whether the line was whole.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(u64, bool)> {
+    let limit = MAX_COOKIE_LINE_BYTES as u64 + 1;
+    let mut taken = std::io::Read::take(&mut *reader, limit).read_until(b'\n', buf)? as u64;
+    if buf.len() <= MAX_COOKIE_LINE_BYTES || buf.ends_with(b"\n") {
+        return Ok((taken, true));
+    }
+    // Too long: drop the rest of the line, a buffer at a time.
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok((taken, false));
+        }
+        let (used, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (chunk.len(), false),
+        };
+        reader.consume(used);
+        taken += used as u64;
+        if done || taken > MAX_COOKIES_TXT_BYTES {
+            return Ok((taken, false));
+        }
     }
 }
 
@@ -585,13 +831,14 @@ mod tests {
             other.example\tFALSE\t/\tFALSE\t0\tx\t\n";
         let jar = Jar::new();
         let imported = jar
-            .import_cookies_txt(text, now())
+            .import_cookies_txt(text.as_bytes(), now())
             .unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(
             imported,
             Imported {
                 added: 3,
-                expired: 1
+                expired: 1,
+                skipped: Vec::new(),
             }
         );
         assert_eq!(jar.len(), 3);
@@ -627,7 +874,7 @@ mod tests {
             shop.example\tFALSE\t/\tFALSE\t0\tp\tsecret;value\n\
             \tFALSE\t/\tFALSE\t0\ta\t1\n";
         let jar = Jar::new();
-        let Err(errors) = jar.import_cookies_txt(text, now()) else {
+        let Err(ImportError::Lines(errors)) = jar.import_cookies_txt(text.as_bytes(), now()) else {
             panic!("a file with bad lines was imported");
         };
         let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
@@ -655,15 +902,105 @@ mod tests {
         // Domain attribute and line domain agree by construction; an IP
         // literal with a domain flag is what the rules refuse.
         let jar = Jar::new();
-        let errors = jar
-            .import_cookies_txt("127.0.0.1\tTRUE\t/\tFALSE\t0\ta\t1\n", now())
-            .err();
+        let errors = match jar.import_cookies_txt(&b"127.0.0.1\tTRUE\t/\tFALSE\t0\ta\t1\n"[..], now())
+        {
+            Err(ImportError::Lines(errors)) => Some(errors),
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => None,
+        };
         // Either refused with a line number or kept host-only: never sent
         // to another host.
         if let Some(errors) = errors {
             assert_eq!(errors[0].line, 1);
         }
         assert_eq!(jar.header(&url("http://127.0.0.2/")), None);
+    }
+
+    #[test]
+    fn a_cookie_goes_back_to_the_port_that_set_it_and_survives_the_store() {
+        let jar = Jar::new();
+        let mut headers = HeaderMap::new();
+        headers.append(SET_COOKIE, HeaderValue::from_static("sid=one; Path=/"));
+        jar.store(&headers, &url("http://127.0.0.1:19100/login"));
+        assert_eq!(sent(&jar, "http://127.0.0.1:19100/x"), ["sid=one"]);
+        assert_eq!(jar.header(&url("http://127.0.0.1:19103/x")), None);
+        // Kept with the stored jar.
+        let back = Jar::from_json(&jar.to_json().unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.header(&url("http://127.0.0.1:19103/x")), None);
+        assert_eq!(sent(&back, "http://127.0.0.1:19100/x"), ["sid=one"]);
+        // The default ports count as one.
+        let mut plain = HeaderMap::new();
+        plain.append(SET_COOKIE, HeaderValue::from_static("pref=1; Path=/"));
+        jar.store(&plain, &url("http://127.0.0.1/"));
+        assert_eq!(sent(&jar, "https://127.0.0.1/x"), ["pref=1"]);
+        assert_eq!(sent(&jar, "http://127.0.0.1:19103/x"), [""]);
+        // A jar stored before ports were kept still reads, its cookies for
+        // any port.
+        let inner = jar.lock().store.clone();
+        let mut legacy = Vec::new();
+        cookie_store::serde::json::save_incl_expired_and_nonpersistent(&inner, &mut legacy)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let old = Jar::from_json(&String::from_utf8_lossy(&legacy))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sent(&old, "http://127.0.0.1:19103/x"), ["pref=1", "sid=one"]);
+    }
+
+    #[test]
+    fn cookies_for_a_public_suffix_are_refused() {
+        assert!(is_public_suffix("com") && is_public_suffix("co.uk"));
+        assert!(!is_public_suffix("example.com") && !is_public_suffix("localhost"));
+        let jar = Jar::new();
+        let mut headers = HeaderMap::new();
+        headers.append(SET_COOKIE, HeaderValue::from_static("wide=1; Domain=co.uk"));
+        headers.append(SET_COOKIE, HeaderValue::from_static("own=1; Domain=shop.co.uk"));
+        jar.store(&headers, &url("http://shop.co.uk/"));
+        assert_eq!(sent(&jar, "http://shop.co.uk/"), ["own=1"]);
+        assert_eq!(jar.header(&url("http://bank.co.uk/")), None);
+
+        let text = ".com\tTRUE\t/\tFALSE\t0\ta\t1\n\
+            .co.uk\tTRUE\t/\tFALSE\t0\tb\t1\n\
+            shop.example\tFALSE\t/\tFALSE\t0\tc\t1\n";
+        let imported = Jar::new()
+            .import_cookies_txt(text.as_bytes(), now())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(imported.added, 1);
+        let skipped: Vec<usize> = imported.skipped.iter().map(|e| e.line).collect();
+        assert_eq!(skipped, [1, 2]);
+        assert!(imported.skipped[0].message.contains("public suffix"));
+    }
+
+    #[test]
+    fn a_cookies_txt_is_read_under_its_caps() {
+        // Over the file cap: refused, read no further than the cap.
+        let endless = std::io::Read::take(std::io::repeat(b'a'), MAX_COOKIES_TXT_BYTES + 10);
+        let big = Jar::new().import_cookies_txt(std::io::BufReader::new(endless), now());
+        assert!(matches!(big, Err(ImportError::TooLarge)), "{big:?}");
+        // A long line and a large value are skipped; the rest imported.
+        let text = format!(
+            "{}\n\
+             shop.example\tFALSE\t/\tFALSE\t0\tbig\t{}\n\
+             shop.example\tFALSE\t/\tFALSE\t0\tok\t1\n",
+            "x".repeat(MAX_COOKIE_LINE_BYTES * 3),
+            "v".repeat(MAX_COOKIE_VALUE_BYTES)
+        );
+        let jar = Jar::new();
+        let imported = jar
+            .import_cookies_txt(text.as_bytes(), now())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(imported.added, 1);
+        let skipped: Vec<usize> = imported.skipped.iter().map(|e| e.line).collect();
+        assert_eq!(skipped, [1, 2]);
+        assert_eq!(sent(&jar, "http://shop.example/"), ["ok=1"]);
+        // Past the most cookies a jar keeps: the rest skipped.
+        let many: String = (0..MAX_COOKIES + 5)
+            .map(|i| format!("s{}.example\tFALSE\t/\tFALSE\t0\tc{i}\t1\n", i % 100))
+            .collect();
+        let imported = Jar::new()
+            .import_cookies_txt(many.as_bytes(), now())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(imported.added, MAX_COOKIES);
+        assert_eq!(imported.skipped.len(), 5);
     }
 
     #[test]
@@ -771,9 +1108,9 @@ mod tests {
         assert_eq!(sent(&jar, "http://shop.example/"), ["pref=1", "sid=real"]);
 
         // Over the total, the domain with the most cookies gives them up.
-        let mut store = jar.lock();
-        evict(&mut store, MAX_COOKIES_PER_DOMAIN, 10);
-        drop(store);
+        let mut inner = jar.lock();
+        evict(&mut inner.store, MAX_COOKIES_PER_DOMAIN, 10);
+        drop(inner);
         assert_eq!(jar.len(), 10);
         assert_eq!(sent(&jar, "http://shop.example/"), ["pref=1", "sid=real"]);
         // And the bound holds in what is stored.

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
@@ -40,6 +40,15 @@ pub const HISTORY_WALK: usize = 100;
 /// the same version is refused (503) rather than rendered uncached, so
 /// client-chosen parameters (`title`) cannot multiply renders.
 pub const MAX_RENDERS: usize = 64;
+
+/// Variants per version of a big clip (over
+/// [`super::render::SMALL_CLIP_BYTES`] of XML): each costs seconds of XSLT
+/// and memory, so client-chosen parameters get few.
+pub const MAX_BIG_RENDERS: usize = 8;
+
+/// How long a failed render is remembered: requests for it meanwhile are
+/// answered at once, not rendered again.
+pub const FAILURE_MEMORY: Duration = Duration::from_secs(60);
 
 /// The vocabulary version written on `<clip>`.
 const VERSION: &str = crate::VOCABULARY_VERSION;
@@ -99,8 +108,11 @@ pub struct ClipData {
     pub ids: Vec<String>,
     /// Rendered forms by variant (format and parameters), with their bytes.
     renders: Mutex<HashMap<String, Arc<str>>>,
-    /// Renders under way, by variant: later requests wait for the same one.
-    pending: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<Arc<str>>>>>,
+    /// Renders under way, by variant, with when they started: later
+    /// requests wait for the same one.
+    pending: Mutex<HashMap<String, (Instant, Arc<tokio::sync::OnceCell<Arc<str>>>)>>,
+    /// Renders that failed, by variant, with when.
+    failed: Mutex<HashMap<String, Instant>>,
 }
 
 impl ClipData {
@@ -139,12 +151,19 @@ impl ClipData {
     /// The form `variant` of this version, rendered by `render` at most
     /// once: requests that come while it renders wait for the same render,
     /// and the render runs in a task of its own, so a request that gives up
-    /// (the server's request timeout) does not throw it away: it finishes
-    /// and is kept for the next request. `None` when this version already
-    /// has [`MAX_RENDERS`] variants kept or under way.
+    /// does not throw it away: it finishes and is kept for the next
+    /// request.
+    ///
+    /// A request waits at most `patience` from the render's start: a render
+    /// still running after that, or one that failed within
+    /// [`FAILURE_MEMORY`], is answered at once with
+    /// [`RenderError::Unfinished`] (a `Retry-After`), never started again.
+    /// `None` when this version already has its fill of variants kept or
+    /// under way ([`MAX_RENDERS`], [`MAX_BIG_RENDERS`] for a big clip).
     pub async fn render_once<F>(
         self: &Arc<Self>,
         variant: String,
+        patience: Duration,
         render: F,
     ) -> Option<Result<Arc<str>, RenderError>>
     where
@@ -153,31 +172,82 @@ impl ClipData {
         if let Some(body) = self.render(&variant) {
             return Some(Ok(body));
         }
-        let cell = {
-            let kept = self.renders.lock().unwrap_or_else(|p| p.into_inner()).len();
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            if !pending.contains_key(&variant) && kept + pending.len() >= MAX_RENDERS {
-                return None;
+        if let Some(at) = lock(&self.failed).get(&variant).copied() {
+            let left = FAILURE_MEMORY.saturating_sub(at.elapsed());
+            if !left.is_zero() {
+                return Some(Err(RenderError::Unfinished {
+                    retry_after: left.as_secs().max(1),
+                }));
             }
-            Arc::clone(pending.entry(variant.clone()).or_default())
+        }
+        let max = if self.xml.len() > super::render::SMALL_CLIP_BYTES {
+            MAX_BIG_RENDERS
+        } else {
+            MAX_RENDERS
         };
+        let (started, cell, new) = {
+            let kept = lock(&self.renders).len();
+            let mut pending = lock(&self.pending);
+            match pending.get(&variant) {
+                Some((started, cell)) => (*started, Arc::clone(cell), false),
+                None if kept + pending.len() >= max => return None,
+                None => {
+                    let now = Instant::now();
+                    let cell: Arc<tokio::sync::OnceCell<Arc<str>>> = Arc::default();
+                    pending.insert(variant.clone(), (now, Arc::clone(&cell)));
+                    (now, cell, true)
+                }
+            }
+        };
+        let unfinished = || RenderError::Unfinished {
+            retry_after: patience.as_secs().clamp(1, 10),
+        };
+        let left = patience.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Some(Err(unfinished()));
+        }
+        if !new {
+            // Waits for the render under way; should it fail, this request
+            // does not start another (the cell stays empty: the error).
+            let waited = tokio::time::timeout(
+                left,
+                cell.get_or_try_init(|| async { Err(unfinished()) }),
+            )
+            .await;
+            return Some(match waited {
+                Ok(result) => result.cloned(),
+                Err(_) => Err(unfinished()),
+            });
+        }
         let data = Arc::clone(self);
         let task = tokio::spawn(async move {
             let result = cell
                 .get_or_try_init(|| async { render.await.map(Arc::<str>::from) })
                 .await
                 .cloned();
-            if let Ok(body) = &result {
-                data.keep(variant.clone(), Arc::clone(body));
+            match &result {
+                Ok(body) => data.keep(variant.clone(), Arc::clone(body)),
+                // Busy is the lanes' answer, not the render's: it may be
+                // tried again at once; a bad parameter is the request's.
+                Err(RenderError::Busy | RenderError::BadParam { .. }) => {}
+                Err(_) => {
+                    lock(&data.failed).insert(variant.clone(), Instant::now());
+                }
             }
-            data.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&variant);
+            lock(&data.pending).remove(&variant);
             result
         });
-        Some(task.await.unwrap_or(Err(RenderError::Stopped)))
+        Some(match tokio::time::timeout(left, task).await {
+            Ok(joined) => joined.unwrap_or(Err(RenderError::Stopped)),
+            // The render goes on in its task, and is kept when done.
+            Err(_) => Err(unfinished()),
+        })
     }
+}
+
+/// A lock that a panic elsewhere does not poison for good.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Which clip: a named one or the whole page.
@@ -303,6 +373,7 @@ pub fn compute(
         json,
         renders: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
+        failed: Mutex::new(HashMap::new()),
     })
 }
 
@@ -331,6 +402,7 @@ fn whole_page(watch: &str, snapshot: &Snapshot) -> Result<ClipData, ClipError> {
         ids: vec!["/page".to_owned()],
         renders: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
+        failed: Mutex::new(HashMap::new()),
     })
 }
 

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -246,7 +246,7 @@ pub async fn html_of(
     let variant = variant(Format::Html, &stylesheet, &params);
     let renderer = server.renderer.clone();
     let xml = data.xml.clone();
-    rendered(data, variant, async move {
+    rendered(server, data, variant, async move {
         renderer.html(&stylesheet, xml, params).await
     })
     .await
@@ -265,13 +265,19 @@ async fn rdf_of(
     let renderer = server.renderer.clone();
     let xml = data.xml.clone();
     let variant = variant(Format::Rdf, render::RDF_STYLESHEET, &[]);
-    rendered(data, variant, async move { renderer.rdf(xml, &base).await }).await
+    rendered(server, data, variant, async move {
+        renderer.rdf(xml, &base).await
+    })
+    .await
 }
 
 /// A form rendered by an XSLT stylesheet: kept, or rendered once in the
-/// render pool ([`ClipData::render_once`]); a version that already has its
-/// fill of variants refuses new ones.
+/// render pool ([`ClipData::render_once`]), waited for until half a second
+/// before the request timeout (then a 503 with `Retry-After`, rather than
+/// the timeout's); a version that already has its fill of variants refuses
+/// new ones.
 async fn rendered<F>(
+    server: &Server,
     data: &Arc<ClipData>,
     variant: String,
     render: F,
@@ -279,7 +285,11 @@ async fn rendered<F>(
 where
     F: std::future::Future<Output = Result<String, RenderError>> + Send + 'static,
 {
-    data.render_once(variant, render)
+    let timeout = server.daemon.server.request_timeout;
+    let patience = timeout
+        .saturating_sub(Duration::from_millis(500))
+        .max(timeout / 2);
+    data.render_once(variant, patience, render)
         .await
         .unwrap_or(Err(RenderError::TooManyVariants))
 }
@@ -394,6 +404,9 @@ fn render_error(e: &RenderError, form: Form) -> Error {
         RenderError::BadParam { .. } => Error::new(StatusCode::BAD_REQUEST, e.to_string(), form),
         RenderError::TooManyVariants => {
             Error::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string(), form)
+        }
+        RenderError::Busy | RenderError::Unfinished { .. } => {
+            Error::unavailable(e.to_string(), e.retry_after().unwrap_or(1), form)
         }
         _ => Error::internal(e, form),
     }

@@ -35,6 +35,8 @@ pub struct Error {
     pub message: String,
     /// How.
     pub form: Form,
+    /// Seconds after which asking again may help (`Retry-After`, on a 503).
+    pub retry_after: Option<u64>,
 }
 
 impl Error {
@@ -44,6 +46,15 @@ impl Error {
             status,
             message: message.into(),
             form,
+            retry_after: None,
+        }
+    }
+
+    /// 503 with `Retry-After: seconds`.
+    pub fn unavailable(message: impl Into<String>, seconds: u64, form: Form) -> Error {
+        Error {
+            retry_after: Some(seconds),
+            ..Error::new(StatusCode::SERVICE_UNAVAILABLE, message, form)
         }
     }
 
@@ -101,6 +112,11 @@ impl IntoResponse for Error {
             )
                 .into_response(),
         };
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             // One header line per scheme, Basic first: a browser reads only
             // the first challenge of a line (Chromium, at least), and only

@@ -100,7 +100,7 @@ pub async fn script() -> Response {
 }
 
 /// The `<semclip-clip>` custom element, served at `/embed.js`: a portal
-/// page's live clip (see README, "Portals").
+/// page's live clip (see docs/http-api.md, "Portals").
 pub const EMBED: &str = include_str!("assets/embed.js");
 
 /// `GET /embed.js`: public, like the public clips it shows.

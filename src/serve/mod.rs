@@ -39,9 +39,8 @@ mod status;
 use crate::store::replica::ReplicaSummary;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
@@ -54,6 +53,12 @@ pub use routes::app;
 
 /// How often the store's current snapshot ids are read.
 pub const POLL: Duration = Duration::from_secs(1);
+
+/// How old the last successful read of the store may be for the server to
+/// call itself ready: a few polls, so one slow read does not flap
+/// `/readyz`, while a store that hangs (a PostgreSQL server gone without a
+/// word) is noticed in seconds.
+pub const READY_WITHIN: Duration = Duration::from_secs(5);
 
 /// The largest request body accepted (the API takes no large bodies).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -79,8 +84,9 @@ pub struct Server {
     base: String,
     /// Tokens, digested for constant-time comparison.
     tokens: auth::Tokens,
-    /// Set once the first poll of the store succeeded.
-    ready: AtomicBool,
+    /// When a poll of the store last succeeded; `None` before the first
+    /// and after a failed one.
+    last_read: RwLock<Option<Instant>>,
     /// What the daemon last learned of the other replicas (PostgreSQL).
     replicas: RwLock<Option<ReplicaSummary>>,
 }
@@ -115,7 +121,7 @@ impl Server {
             metrics,
             check_now,
             base,
-            ready: AtomicBool::new(false),
+            last_read: RwLock::new(None),
             replicas: RwLock::new(None),
         })
     }
@@ -155,17 +161,23 @@ impl Server {
         match self.stores.run(|s| s.current_ids()).await {
             Ok(ids) => {
                 self.cache.set_current(ids);
-                self.ready.store(true, Ordering::Relaxed);
+                *self.last_read.write().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             }
             Err(error) => {
+                *self.last_read.write().unwrap_or_else(|p| p.into_inner()) = None;
                 tracing::error!(error = %format!("{error:#}"), "cannot read the current snapshots");
             }
         }
     }
 
-    /// Whether the store has been read.
+    /// Whether the store was read within [`READY_WITHIN`] and its last
+    /// read did not fail: false before the first read, at once when a read
+    /// fails, and soon when reads hang.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.last_read
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|at| at.elapsed() <= READY_WITHIN)
     }
 }
 

@@ -68,6 +68,13 @@ const MAX_STYLESHEET_BYTES: u64 = 4 << 20;
 const QUEUE_DEPTH: usize = 64;
 /// XSLT threads by default.
 pub const RENDER_THREADS: usize = 2;
+/// The largest clip document (bytes of XML) rendered in the small lane: a
+/// few thousand cells, milliseconds of XSLT.
+pub const SMALL_CLIP_BYTES: usize = 256 << 10;
+/// Bytes of clip XML that big renders may hold at once (a transform's
+/// memory grows with its input, about tenfold): one render is always let
+/// in, however big; others wait for room.
+pub const MAX_BIG_RENDER_BYTES: usize = 32 << 20;
 
 /// Everything that can go wrong rendering a clip.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +129,29 @@ pub enum RenderError {
     /// rendered (kept or under way).
     #[error("too many variants of this clip are rendered: ask again without parameters, or later")]
     TooManyVariants,
+    /// Every big-clip render slot (or the memory they may hold) is taken:
+    /// not queued, so that a flood of big renders cannot grow a queue.
+    #[error("the server is rendering other big clips: try again shortly")]
+    Busy,
+    /// The render did not finish within the request's patience, or failed
+    /// a moment ago: it is not started again for every request.
+    #[error("this clip is still being rendered (or failed a moment ago): try again later")]
+    Unfinished {
+        /// Seconds after which asking again may help.
+        retry_after: u64,
+    },
+}
+
+impl RenderError {
+    /// Seconds a client should wait before asking again, for the errors
+    /// that pass (the busy and unfinished ones).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            RenderError::Busy => Some(2),
+            RenderError::Unfinished { retry_after } => Some(*retry_after),
+            _ => None,
+        }
+    }
 }
 
 /// What a transform's result becomes.
@@ -148,14 +178,66 @@ enum Job {
         params: Vec<(String, String)>,
         output: Output,
         reply: oneshot::Sender<Result<String, RenderError>>,
+        /// A big render's admission, given back when the job is done.
+        permit: Option<Permit>,
     },
 }
 
-/// The handle of the XSLT thread: cheap to clone (it holds the channel
-/// sender); the thread stops when the last clone is dropped.
+/// The big lane's admission: how many renders and how many bytes of clip
+/// XML it holds (queued or running).
+#[derive(Debug)]
+struct Admission {
+    /// Renders at once: the big lane's threads, so none waits in a queue.
+    slots: usize,
+    held: std::sync::Mutex<(usize, usize)>,
+}
+
+impl Admission {
+    /// Room for a render of `bytes`, or `None` when every slot is taken or
+    /// the bytes would pass [`MAX_BIG_RENDER_BYTES`] (unless it is alone).
+    fn admit(self: &Arc<Self>, bytes: usize) -> Option<Permit> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let (renders, held_bytes) = *held;
+        if renders >= self.slots || (renders > 0 && held_bytes + bytes > MAX_BIG_RENDER_BYTES) {
+            return None;
+        }
+        *held = (renders + 1, held_bytes + bytes);
+        Some(Permit {
+            admission: Arc::clone(self),
+            bytes,
+        })
+    }
+}
+
+/// One admitted big render; dropping it gives its room back.
+#[derive(Debug)]
+struct Permit {
+    admission: Arc<Admission>,
+    bytes: usize,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut held = self.admission.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.0 = held.0.saturating_sub(1);
+        held.1 = held.1.saturating_sub(self.bytes);
+    }
+}
+
+/// The handle of the XSLT threads: cheap to clone (it holds the channel
+/// senders); the threads stop when the last clone is dropped.
+///
+/// Two lanes, so that a render never holds up an answer it is not for:
+/// clips up to [`SMALL_CLIP_BYTES`] (and stylesheet checks) go to a thread
+/// of their own, big clips to the pool; a big render is admitted only
+/// while a pool thread is free and the big renders' input stays within
+/// [`MAX_BIG_RENDER_BYTES`], else it is refused at once
+/// ([`RenderError::Busy`]) rather than queued.
 #[derive(Clone, Debug)]
 pub struct Renderer {
-    jobs: mpsc::Sender<Job>,
+    small: mpsc::Sender<Job>,
+    big: mpsc::Sender<Job>,
+    admission: Arc<Admission>,
 }
 
 impl Renderer {
@@ -167,28 +249,18 @@ impl Renderer {
         Renderer::start_pool(dir, RENDER_THREADS)
     }
 
-    /// Starts `threads` XSLT threads (at least one) sharing one queue.
+    /// Starts `threads` XSLT threads (at least one) for big clips and one
+    /// for small clips.
     pub fn start_pool(dir: PathBuf, threads: usize) -> Renderer {
-        let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
-        let queue = Arc::new(std::sync::Mutex::new(queue));
-        for n in 0..threads.max(1) {
-            let dir = dir.clone();
-            let queue = Arc::clone(&queue);
-            // The worker (its stylesheets are not Send) is made on its thread.
-            if let Err(error) = std::thread::Builder::new()
-                .name(format!("semclip-xslt-{n}"))
-                .spawn(move || {
-                    Worker {
-                        dir,
-                        stylesheets: HashMap::new(),
-                    }
-                    .run(&queue)
-                })
-            {
-                tracing::error!(%error, "cannot start an XSLT thread");
-            }
+        let threads = threads.max(1);
+        Renderer {
+            small: lane(&dir, "small", 1),
+            big: lane(&dir, "big", threads),
+            admission: Arc::new(Admission {
+                slots: threads,
+                held: std::sync::Mutex::new((0, 0)),
+            }),
         }
-        Renderer { jobs }
     }
 
     /// Checks that a stylesheet name is acceptable and exists and parses (used at config load and startup). Blocking-safe: may be called from async code via the worker.
@@ -197,7 +269,18 @@ impl Renderer {
     pub async fn check(&self, name: &str) -> Result<(), RenderError> {
         check_name(name)?;
         let name = name.to_owned();
-        self.ask(|reply| Job::Check { name, reply }).await
+        ask(&self.small, |reply| Job::Check { name, reply }).await
+    }
+
+    /// The lane for a clip of `bytes`, with the big lane's admission.
+    fn lane(&self, bytes: usize) -> Result<(&mpsc::Sender<Job>, Option<Permit>), RenderError> {
+        if bytes <= SMALL_CLIP_BYTES {
+            return Ok((&self.small, None));
+        }
+        match self.admission.admit(bytes) {
+            Some(permit) => Ok((&self.big, Some(permit))),
+            None => Err(RenderError::Busy),
+        }
     }
 
     /// HTML fragment: XSLT `stylesheet` over `clip_xml` with params (checked and quoted), then sanitized.
@@ -214,12 +297,14 @@ impl Renderer {
         check_name(stylesheet)?;
         let params = quote_params(params)?;
         let stylesheet = stylesheet.to_owned();
-        self.ask(|reply| Job::Transform {
+        let (lane, permit) = self.lane(clip_xml.len())?;
+        ask(lane, |reply| Job::Transform {
             stylesheet,
             clip_xml,
             params,
             output: Output::Html,
             reply,
+            permit,
         })
         .await
     }
@@ -231,28 +316,53 @@ impl Renderer {
     pub async fn rdf(&self, clip_xml: String, base: &str) -> Result<String, RenderError> {
         check_base(base)?;
         let params = vec![("base".to_owned(), xpath_literal(base))];
-        self.ask(|reply| Job::Transform {
+        let (lane, permit) = self.lane(clip_xml.len())?;
+        ask(lane, |reply| Job::Transform {
             stylesheet: RDF_STYLESHEET.to_owned(),
             clip_xml,
             params,
             output: Output::Rdf,
             reply,
+            permit,
         })
         .await
     }
+}
 
-    /// Sends a job and waits for its answer.
-    async fn ask<T>(
-        &self,
-        job: impl FnOnce(oneshot::Sender<Result<T, RenderError>>) -> Job,
-    ) -> Result<T, RenderError> {
-        let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(job(reply))
-            .await
-            .map_err(|_| RenderError::Stopped)?;
-        answer.await.map_err(|_| RenderError::Stopped)?
+/// Starts a lane: `threads` XSLT threads sharing one queue.
+fn lane(dir: &Path, name: &str, threads: usize) -> mpsc::Sender<Job> {
+    let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
+    let queue = Arc::new(std::sync::Mutex::new(queue));
+    for n in 0..threads {
+        let dir = dir.to_owned();
+        let queue = Arc::clone(&queue);
+        // The worker (its stylesheets are not Send) is made on its thread.
+        if let Err(error) = std::thread::Builder::new()
+            .name(format!("semclip-xslt-{name}-{n}"))
+            .spawn(move || {
+                Worker {
+                    dir,
+                    stylesheets: HashMap::new(),
+                }
+                .run(&queue)
+            })
+        {
+            tracing::error!(%error, "cannot start an XSLT thread");
+        }
     }
+    jobs
+}
+
+/// Sends a job to a lane and waits for its answer.
+async fn ask<T>(
+    lane: &mpsc::Sender<Job>,
+    job: impl FnOnce(oneshot::Sender<Result<T, RenderError>>) -> Job,
+) -> Result<T, RenderError> {
+    let (reply, answer) = oneshot::channel();
+    lane.send(job(reply))
+        .await
+        .map_err(|_| RenderError::Stopped)?;
+    answer.await.map_err(|_| RenderError::Stopped)?
 }
 
 /// Turtle with the same triples as an RDF/XML document (parsed with oxrdfxml, written with oxttl, prefixes rdf, xsd, sc declared).
@@ -410,6 +520,7 @@ impl Worker {
                     params,
                     output,
                     reply,
+                    permit,
                 } => {
                     if reply.is_closed() {
                         continue;
@@ -417,6 +528,8 @@ impl Worker {
                     let result = self.guarded(&stylesheet, |w| {
                         w.transform(&stylesheet, &clip_xml, &params, output)
                     });
+                    // The room is given back before the answer goes.
+                    drop(permit);
                     let _ = reply.send(result);
                 }
             }

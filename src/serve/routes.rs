@@ -54,7 +54,7 @@ async fn readyz(State(server): State<Arc<Server>>) -> Response {
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "the store has not been read yet\n",
+            "not ready: the store has not been read in the last few seconds (the log says why)\n",
         )
             .into_response()
     }

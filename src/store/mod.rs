@@ -702,7 +702,7 @@ pub(crate) enum Found {
 
 /// Creates the store file `path`, if missing, readable and writable by its
 /// owner alone (0600) whatever the umask: it holds session cookies and
-/// the pages' data (README, "The store"). SQLite gives the `-wal`, `-shm`
+/// the pages' data (docs/security.md, "What the store holds that is secret"). SQLite gives the `-wal`, `-shm`
 /// and `-journal` files it makes the database file's mode. An existing
 /// file is left as it is (its owner may share it on purpose), with a
 /// warning when others can read it. Errors are left to SQLite's open,

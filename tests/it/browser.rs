@@ -686,6 +686,7 @@ fn a_render_timing_out_during_the_browser_start_leaves_the_start_to_the_next_ren
         url: &url,
         options: &options,
         headers: &[],
+        headers_cross_origin: false,
         cookies: &[],
         job: Job::Page,
         hierarchy: None,

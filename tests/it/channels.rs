@@ -338,12 +338,19 @@ fn teams_service(request: &ReceivedRequest, mode: Mode) -> Answer {
     }
 }
 
-/// All the text of an Adaptive Card body (TextBlocks and FactSets).
+/// All the text of an Adaptive Card body (TextBlocks, the TextRuns of
+/// RichTextBlocks, FactSets).
 fn card_text(card: &Value) -> String {
     let mut out = String::new();
     for element in card["body"].as_array().into_iter().flatten() {
         if let Some(text) = element["text"].as_str() {
             out.push_str(text);
+            out.push('\n');
+        }
+        if let Some(inlines) = element["inlines"].as_array() {
+            for run in inlines {
+                out.push_str(run["text"].as_str().unwrap_or_default());
+            }
             out.push('\n');
         }
         for fact in element["facts"].as_array().into_iter().flatten() {
@@ -380,14 +387,12 @@ async fn teams_posts_an_adaptive_card_to_the_workflow() {
     let body = requests[0].json();
     let card = &body["attachments"][0]["content"];
     assert_eq!(card["version"], "1.4");
-    assert_eq!(card["body"][0]["type"], "TextBlock");
-    assert!(
-        card["body"]
-            .as_array()
-            .expect("body")
-            .iter()
-            .any(|e| e["type"] == "FactSet")
-    );
+    // Page text in TextRuns only: a TextBlock or a fact value would be
+    // read as Markdown.
+    let blocks = card["body"].as_array().expect("body");
+    assert_eq!(blocks[0]["type"], "RichTextBlock");
+    assert_eq!(blocks[0]["inlines"][0]["type"], "TextRun");
+    assert!(blocks.iter().all(|e| e["type"] != "FactSet"));
     assert_eq!(card["actions"][0]["type"], "Action.OpenUrl");
     assert_eq!(card["actions"][0]["title"], "Status page");
     let text = card_text(card);
@@ -1264,4 +1269,261 @@ async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
     let mut left: Vec<String> = rows(&stores).into_iter().map(|r| r.alert_id).collect();
     left.sort();
     assert_eq!(left, ["q-limited", "q-revoked"]);
+}
+
+// ------------------------------------------------------- hostile page text
+
+/// Page text written to dress up an alert: links in each service's markup
+/// and bare, mentions, markup, bidi overrides, control characters, and a
+/// very long value.
+fn hostile_corpus() -> Vec<String> {
+    let mut corpus: Vec<String> = [
+        "[Log in again](https://evil.example/x)",
+        "<https://evil.example/y|Click to re-login> <!channel> <!here> <@U024BE7LH>",
+        "@everyone @here @room @channel",
+        "<a href=\"https://evil.example/z\">Open</a> <b>bold</b> **bold** _it_ `code` ~~s~~",
+        "www.evil.example and evil.example/login and mailto:boss@evil.example",
+        "\u{202E}gnp.exe\u{202C} \u{2066}isolated\u{2069} bell\u{7} esc\u{1b}[31m nul\u{0} new\nline",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    corpus.push(format!("{} https://evil.example/long", "A".repeat(20_000)));
+    corpus
+}
+
+/// A threshold alert and a changed alert whose every page-made field is
+/// hostile.
+fn hostile_alerts() -> [Alert; 2] {
+    let corpus = hostile_corpus();
+    let mut threshold = threshold_alert("h-1");
+    threshold.summary = format!("GAZP {} crossed above 300", corpus[0]);
+    if let Some(t) = threshold.threshold.as_mut() {
+        t.context = corpus[1].clone();
+        t.node = Some(corpus[4].clone());
+    }
+    let mut changed = changed_alert("h-2");
+    changed.summary = corpus[2].clone();
+    let template = changed.changes[0].clone();
+    changed.changes = corpus
+        .iter()
+        .map(|text| {
+            let mut line = template.clone();
+            line.text = format!("update Shares / GAZP: {text}");
+            line
+        })
+        .collect();
+    [threshold, changed]
+}
+
+/// Every string a reader of `request` can see: JSON string values, or the
+/// text body, and the title header.
+fn visible_strings(request: &ReceivedRequest) -> Vec<String> {
+    fn walk(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if is_json(request) {
+        walk(&request.json(), &mut out);
+    } else {
+        out.push(String::from_utf8_lossy(&request.body).into_owned());
+    }
+    // ntfy's title, an RFC 2047 encoded word when not ASCII.
+    if let Some(title) = request.header("title") {
+        let decoded = title
+            .strip_prefix("=?UTF-8?B?")
+            .and_then(|t| t.strip_suffix("?="))
+            .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())
+            .and_then(|b| String::from_utf8(b).ok());
+        out.push(decoded.unwrap_or_else(|| title.to_owned()));
+    }
+    out
+}
+
+/// `text` without its backtick code spans.
+fn outside_code(text: &str) -> String {
+    text.split('`').step_by(2).collect::<Vec<_>>().join(" ")
+}
+
+/// No link a page made, no mention, no bidi override, no control character
+/// other than a line break, in anything the receiver got; the one link a
+/// message carries in markup is semclip's own.
+fn assert_inert(service: &str, requests: &[ReceivedRequest]) {
+    assert!(!requests.is_empty(), "{service}: nothing delivered");
+    for request in requests {
+        for text in visible_strings(request) {
+            let show = || format!("{service}: {}", text.chars().take(600).collect::<String>());
+            for live in [
+                "evil.example",
+                "://evil",
+                "@everyone",
+                "@here",
+                "@room",
+                "@channel",
+                "<a href=\"https://evil",
+                "](https://evil",
+            ] {
+                assert!(!text.contains(live), "{live:?} is live in {}", show());
+            }
+            // Slack's own mention syntax means something to Slack alone
+            // (elsewhere it is text, or escaped).
+            if service == "slack" {
+                for live in ["<!channel>", "<!here>", "<@U"] {
+                    assert!(!text.contains(live), "{live:?} is live in {}", show());
+                }
+            }
+            assert!(
+                !text.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')),
+                "a bidi control in {}",
+                show()
+            );
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "a control character in {}",
+                show()
+            );
+        }
+        // The only markup links are semclip's own, in each service's markup.
+        let body = if is_json(request) {
+            request.json()
+        } else {
+            Value::Null
+        };
+        let marked: Vec<(&str, &str)> = match service {
+            "slack" => vec![
+                ("<", body["text"].as_str().unwrap_or_default()),
+                ("<", body["blocks"][1]["text"]["text"].as_str().unwrap_or_default()),
+            ],
+            "discord" => vec![("](", body["content"].as_str().unwrap_or_default())],
+            "gotify" => vec![("](", body["message"].as_str().unwrap_or_default())],
+            "telegram" => vec![("<a ", body["text"].as_str().unwrap_or_default())],
+            "matrix" => vec![("<a ", body["formatted_body"].as_str().unwrap_or_default())],
+            _ => Vec::new(),
+        };
+        for (opening, text) in marked {
+            // Inside a code span nothing is markup (Markdown and mrkdwn).
+            let text = &outside_code(text);
+            let ours = match opening {
+                "<" => "<https://semclip.example.org/",
+                "](" => "](<https://semclip.example.org/",
+                _ => "<a href=\"https://semclip.example.org/",
+            };
+            for (at, _) in text.match_indices(opening) {
+                assert!(
+                    text[at..].starts_with(ours),
+                    "{service}: a link or mention that is not ours at {:?}",
+                    text[at..].chars().take(80).collect::<String>()
+                );
+            }
+        }
+        if service == "teams" {
+            // Page text only in TextRuns, which Teams never reads as Markdown.
+            let card = &request.json()["attachments"][0]["content"];
+            for element in card["body"].as_array().into_iter().flatten() {
+                assert_ne!(element["type"], "FactSet", "{element}");
+                if element["type"] == "TextBlock" {
+                    let text = element["text"].as_str().unwrap_or_default();
+                    assert!(text.starts_with("… "), "page text in a TextBlock: {text}");
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn hostile_page_text_reaches_no_channel_as_a_link_or_a_mention() {
+    let alerts = hostile_alerts();
+    let one = [alerts[0].clone()];
+
+    let slack = Service::start(slack_service).await;
+    let teams = Service::start(teams_service).await;
+    let mut teams_hook = teams.url("/workflows/wf42/triggers/manual/paths/invoke");
+    teams_hook
+        .query_pairs_mut()
+        .append_pair("api-version", "2016-06-01")
+        .append_pair("sig", "s1gn4ture");
+    let discord = Service::start(discord_service).await;
+    let telegram = Service::start(telegram_service).await;
+    let matrix = Service::start(matrix_service()).await;
+    let ntfy = Service::start(ntfy_service("Bearer tk_hostile")).await;
+    let gotify = Service::start(gotify_service).await;
+    let channels: Vec<(&str, &Service, Channel)> = vec![
+        (
+            "slack",
+            &slack,
+            Channel::Slack {
+                url: SecretUrl::new(slack.url("/services/T0001/B0002/XXXX")),
+            },
+        ),
+        (
+            "teams",
+            &teams,
+            Channel::Teams {
+                url: SecretUrl::new(teams_hook),
+            },
+        ),
+        (
+            "discord",
+            &discord,
+            Channel::Discord {
+                url: SecretUrl::new(discord.url("/api/webhooks/1122334455/d1sc0rd-t0ken")),
+            },
+        ),
+        ("telegram", &telegram, telegram_channel(&telegram)),
+        (
+            "matrix",
+            &matrix,
+            Channel::Matrix {
+                server: matrix.base.clone(),
+                room: "#ops:matrix.example.org".to_owned(),
+                token: Secret::new(MATRIX_TOKEN),
+            },
+        ),
+        (
+            "ntfy",
+            &ntfy,
+            Channel::Ntfy {
+                server: ntfy.base.clone(),
+                topic: "semclip-ops".to_owned(),
+                auth: Some(NtfyAuth::Token(Secret::new("tk_hostile"))),
+                priority: None,
+                tags: Vec::new(),
+            },
+        ),
+        (
+            "gotify",
+            &gotify,
+            Channel::Gotify {
+                server: gotify.url("/gotify/"),
+                token: Secret::new("AppT0kenGotify"),
+                priority: None,
+            },
+        ),
+    ];
+    for (name, service, channel) in channels {
+        let notifier = notifier(channel);
+        notifier
+            .deliver(&alerts)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: the digest: {e:?}"));
+        notifier
+            .deliver(&one)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: one alert: {e:?}"));
+        let requests: Vec<ReceivedRequest> = service
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != Method::GET)
+            .collect();
+        assert_eq!(requests.len(), 2, "{name}: {requests:?}");
+        assert_inert(name, &requests);
+        // The readable part survives: the threshold's name and our link.
+        let all = requests.iter().flat_map(visible_strings).collect::<Vec<_>>().join("\n");
+        let readable = markdown_unescape(&html_unescape(&all));
+        assert!(readable.contains("gazp-high"), "{name}: {all}");
+    }
 }

@@ -668,6 +668,51 @@ fn load_watches_checks_against_a_loaded_daemon() {
     assert_eq!(errs[0].path, "on_change.notify[0]");
 }
 
+/// A header value may be a secret, like a cookie's: read from its file,
+/// never written inline in the watch; headers stay with the watch's origin
+/// unless it says otherwise.
+#[test]
+fn header_values_may_come_from_secrets() {
+    let dir = tree(&[
+        ("semclip.yaml", "notifiers:\n  log: {file: {path: a.jsonl}}\n"),
+        ("api.key", "k3y-from-file\n"),
+        (
+            "watches/a.yaml",
+            "url: https://api.example.org/\nschedule: {every: 1h}\n\
+             fetch:\n  headers: {X-Api-Key: {file: ../api.key}, X-Team: ops}\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: https://api.example.org/\nschedule: {every: 1h}\n\
+             fetch: {headers: {X-Team: ops}, headers_cross_origin: true}\n",
+        ),
+    ]);
+    let daemon = config::load_daemon(&dir.path().join("semclip.yaml")).unwrap();
+    let watches = config::load_watches(&dir.path().join("watches"), &daemon).unwrap();
+    let mut headers = watches[0].fetch.headers.clone();
+    headers.sort();
+    assert_eq!(
+        headers,
+        [
+            ("X-Api-Key".to_owned(), "k3y-from-file".to_owned()),
+            ("X-Team".to_owned(), "ops".to_owned())
+        ]
+    );
+    assert!(!watches[0].fetch.headers_cross_origin);
+    assert!(watches[1].fetch.headers_cross_origin);
+
+    std::fs::write(
+        dir.path().join("watches/c.yaml"),
+        "url: https://api.example.org/\nschedule: {every: 1h}\n\
+         fetch: {headers: {X-Api-Key: {env: SEMCLIP_TEST_NO_SUCH_VARIABLE}}}\n",
+    )
+    .unwrap();
+    let errs = config::load_watches(&dir.path().join("watches"), &daemon).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].path, "fetch.headers.X-Api-Key");
+    assert!(errs[0].message.contains("SEMCLIP_TEST_NO_SUCH_VARIABLE"), "{errs:?}");
+}
+
 // ---------------------------------------------------------------- schemas
 
 /// The schema files, regenerated from the raw structures.

@@ -134,7 +134,7 @@ fn hierarchy_strings(h: &Hierarchy) -> Vec<String> {
 }
 
 /// The visible text nodes of a page, each normalised: the `<title>` and
-/// the body's text outside what the hierarchy drops on purpose (README,
+/// the body's text outside what the hierarchy drops on purpose (docs/hierarchy.md,
 /// "What is dropped": scripts, styles, templates, `noscript`, SVG, MathML,
 /// iframes, media, form controls, `hidden` and `aria-hidden` content).
 fn visible_texts(html: &str) -> Vec<String> {

@@ -266,7 +266,7 @@ fn fast_matcher_equals_the_oracle_on_real_captures() {
     // Completeness over every ordered pair of captures: two pairs (FEMA
     // captures whose sections were re-nested, both directions) are not
     // complete today (a value moved under a label the change list does not
-    // create). Known gap, listed in the README; the bound only falls.
+    // create). Known gap, listed in docs/diff.md; the bound only falls.
     assert!(
         incomplete <= 2,
         "{incomplete} of {} pairs incomplete",
@@ -297,7 +297,7 @@ fn changes_are_complete_on_real_page_pairs() {
     }
     // Unrelated pages are the hardest case (everything differs, values
     // move between re-nested sections). 21 of 402 pairs are not complete
-    // today; the README lists the kinds. The bound only falls.
+    // today; docs/diff.md lists the kinds. The bound only falls.
     eprintln!(
         "{} of {} pairs incomplete:\n{}",
         problems.len(),
@@ -465,7 +465,7 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
     // known exception: in next-eval 84 the edited cell is the first row of
     // a header-less table, and a number turned into words makes the
     // builder read that row as the header, so the table's shape changes
-    // (README, "Known limit"). Any other miss fails, and so does this one
+    // (docs/diff.md, "Known limit"). Any other miss fails, and so does this one
     // the day it is fixed, to be struck from the list.
     let total = checked + failures.len();
     assert!(total > 300, "only {total} edits tried");
@@ -475,7 +475,7 @@ fn data_edits_on_real_pages_give_exactly_those_changes() {
         failures.join("\n")
     );
     // Complete and consistent for every edit but three, whose change lists
-    // miss a label that a duplicated or reshaped node brings (README,
+    // miss a label that a duplicated or reshaped node brings (docs/diff.md,
     // known gaps); the list only shrinks.
     let known_incomplete = [
         "readability/wapo-1/source.html li Duplicate",

@@ -298,3 +298,69 @@ fn without_credentials_a_token_server_answers_401_with_basic_then_bearer() {
     let (health, _) = get(&app, "/healthz", &[]);
     assert_eq!(health.status(), StatusCode::OK);
 }
+
+/// `/readyz` follows the store: ready once read, 503 at once when a read
+/// fails (PostgreSQL refusing the database, its connections cut), ready
+/// again when it answers.
+#[test]
+fn readyz_is_false_while_the_store_cannot_be_reached() {
+    let Some(database) = crate::pg::database(module_path!()) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("watches")).unwrap();
+    let file = dir.path().join("semclip.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "database: \"{}\"\nwatches: watches\nlisten: 127.0.0.1:0\n\
+             server:\n  xslt: {}/xslt\n",
+            crate::pg::url_with(&database, ""),
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    )
+    .unwrap();
+    let loaded = semclip::daemon::load(Some(&file), None).unwrap();
+    let daemon = Arc::new(loaded.daemon);
+    let stores = semclip::daemon::open_store(&daemon).unwrap();
+    let server = semclip::serve::Server::new(
+        Arc::clone(&daemon),
+        Vec::new(),
+        stores,
+        Arc::new(semclip::serve::metrics::Metrics::new()),
+        None,
+        "127.0.0.1:0".parse().unwrap(),
+    );
+    let app = semclip::serve::app(Arc::clone(&server));
+    let (before, _) = get(&app, "/readyz", &[]);
+    assert_eq!(before.status(), StatusCode::SERVICE_UNAVAILABLE, "not read yet");
+    runtime().block_on(server.poll());
+    let (up, body) = get(&app, "/readyz", &[]);
+    assert_eq!(up.status(), StatusCode::OK, "{body}");
+
+    // The database goes away: no new connection, the open ones cut.
+    let name = crate::pg::database_name(&database);
+    crate::pg::psql_in(
+        "postgres",
+        &format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS false"),
+    );
+    crate::pg::psql_in(
+        "postgres",
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '{name}'"
+        ),
+    );
+    runtime().block_on(server.poll());
+    assert!(!server.is_ready());
+    let (down, body) = get(&app, "/readyz", &[]);
+    assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("store"), "{body}");
+
+    crate::pg::psql_in(
+        "postgres",
+        &format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS true"),
+    );
+    runtime().block_on(server.poll());
+    let (again, body) = get(&app, "/readyz", &[]);
+    assert_eq!(again.status(), StatusCode::OK, "{body}");
+}

@@ -380,13 +380,17 @@ fn listening(more: &str) -> String {
 /// `GET path` on 127.0.0.1:`port` over a fresh connection, within 3 s: the
 /// whole response, or `None`.
 fn get(port: u16, path: &str) -> Option<String> {
+    get_within(port, path, Duration::from_secs(3))
+}
+
+/// `GET path` on 127.0.0.1:`port` over a fresh connection, each step
+/// within `limit`.
+fn get_within(port: u16, path: &str, limit: Duration) -> Option<String> {
     use std::io::{Read as _, Write as _};
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
-    stream
-        .set_write_timeout(Some(Duration::from_secs(3)))
-        .ok()?;
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, limit).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
+    stream.set_write_timeout(Some(limit)).ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).ok()?;
     let mut response = Vec::new();
@@ -608,6 +612,109 @@ fn a_long_render_finishes_is_kept_and_does_not_block_other_clips() {
         }
     }
     assert!(refused >= 8, "{refused} refused");
+    drop(daemon);
+}
+
+/// Anonymous clients asking for new variants of a big public clip (a new
+/// title each) cannot starve the server: a small clip's HTML is answered
+/// while the big renders run, the big renders past the lane's room are
+/// refused at once with `Retry-After` instead of queued, and a render that
+/// cannot finish within the request's patience is not started again by
+/// the next request for it.
+#[test]
+fn new_variants_of_a_big_clip_cannot_starve_a_small_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut page = String::from("<title>Big</title><p>Small clip</p><table><tr><th>Key<th>A<th>B");
+    for i in 0..20_000 {
+        page.push_str(&format!("<tr><td>k{i}<td>{i}<td>{}", i * 2));
+    }
+    page.push_str("</table>");
+    std::fs::write(dir.join("big.html"), page).unwrap();
+    let watch = format!(
+        "url: {}\nschedule: {{every: 1h}}\nclips:\n  big: {{xpath: \"//table\", public: true}}\n  \
+         tiny: {{xpath: \"/page/text[1]\", public: true}}\n",
+        url::Url::from_file_path(dir.join("big.html")).unwrap()
+    );
+    setup(
+        dir,
+        &listening("request_timeout: 4s, render_threads: 2"),
+        &[("big", watch)],
+    );
+    let daemon = Daemon::start(dir);
+    let port = daemon.port();
+    daemon.wait_log("outcome=first", Duration::from_secs(60));
+    // Both clips read from the snapshot once (their XML), as a portal that
+    // shows them has done long before: what follows is about renders.
+    for clip in ["big", "tiny"] {
+        let xml = get_within(
+            port,
+            &format!("/clips/big/{clip}?format=xml"),
+            Duration::from_secs(30),
+        )
+        .unwrap_or_default();
+        assert!(xml.starts_with("HTTP/1.1 200"), "{clip}: {xml:.200}");
+    }
+
+    let flood: Vec<_> = (0..4)
+        .map(|n| {
+            std::thread::spawn(move || {
+                get_within(
+                    port,
+                    &format!("/clips/big/big?format=html&title=flood-{n}"),
+                    Duration::from_secs(30),
+                )
+                .unwrap_or_default()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    let small = get_within(
+        port,
+        "/clips/big/tiny?format=html&title=small",
+        Duration::from_secs(30),
+    )
+    .unwrap_or_default();
+    let took = start.elapsed();
+    assert!(small.starts_with("HTTP/1.1 200"), "{small}");
+    assert!(took < Duration::from_secs(2), "the small clip took {took:?}");
+
+    let answers: Vec<String> = flood.into_iter().map(|t| t.join().unwrap()).collect();
+    let busy = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 503") && a.to_ascii_lowercase().contains("\r\nretry-after: "))
+        .count();
+    // Two render threads: at most two renders admitted, the rest refused
+    // at once, each told when to come back.
+    assert!(busy >= 2, "{answers:#?}");
+    for answer in &answers {
+        assert!(
+            answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 503"),
+            "{answer}"
+        );
+    }
+    // A render still running past the request's patience is not started
+    // again: asking for it again answers at once (from the cache, should
+    // it have finished meanwhile).
+    let running = answers
+        .iter()
+        .position(|a| a.starts_with("HTTP/1.1 503") && a.contains("still being rendered"));
+    if let Some(n) = running {
+        let again = Instant::now();
+        let repeat = get_within(
+            port,
+            &format!("/clips/big/big?format=html&title=flood-{n}"),
+            Duration::from_secs(30),
+        )
+        .unwrap_or_default();
+        let waited = again.elapsed();
+        assert!(
+            repeat.starts_with("HTTP/1.1 200") || repeat.contains("still being rendered"),
+            "{repeat}"
+        );
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+    }
     drop(daemon);
 }
 

@@ -374,3 +374,104 @@ fn the_checker_sees_imports_and_circles() {
         ])
     );
 }
+
+/// The most lines a source file holds before its test module.
+const FILE_BUDGET: usize = 1_200;
+
+/// The files over [`FILE_BUDGET`], each with why it is still one file.
+/// The list only shrinks: a listed file back under the budget fails the
+/// test too, so that its entry goes.
+const OVER_BUDGET: &[(&str, &str)] = &[
+    (
+        "src/config/check.rs",
+        "validation of every section of both files; to split by section",
+    ),
+    (
+        "src/extract/article.rs",
+        "one extractor's documented steps; to split by step",
+    ),
+    (
+        "src/store/mod.rs",
+        "the store's facade and its core in one; to split",
+    ),
+    (
+        "src/monitor/check.rs",
+        "a check's engine, fetch, judge and record; to split along them",
+    ),
+    (
+        "src/page/browser/mod.rs",
+        "the browser's supervision and a tab's render; tab.rs is the next seam",
+    ),
+    (
+        "src/hierarchy/mod.rs",
+        "the builder's walk over the DOM, one recursion",
+    ),
+    (
+        "src/xpath/mod.rs",
+        "the syntax checker and the evaluator; to split",
+    ),
+    (
+        "src/extract/records.rs",
+        "one extractor's documented steps; to split by step",
+    ),
+    (
+        "src/extract/region.rs",
+        "one extractor's documented steps; to split by step",
+    ),
+    (
+        "src/diff.rs",
+        "the diff and its change lines; the change lines are the seam",
+    ),
+    (
+        "src/page/source.rs",
+        "reading a response: decoding, sniffing and caps",
+    ),
+];
+
+/// Lines of `text` before its test module.
+fn lines_before_tests(text: &str) -> usize {
+    let text = match text.find("\nmod tests {") {
+        Some(i) => text[..i]
+            .rfind("#[cfg(test)]")
+            .map_or(text, |at| &text[..at]),
+        None => text,
+    };
+    text.lines().count()
+}
+
+#[test]
+fn files_keep_to_the_size_budget() {
+    let mut files: Vec<PathBuf> = modules().into_values().collect();
+    files.extend([src().join("lib.rs"), src().join("main.rs")]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut over = Vec::new();
+    let mut listed_under = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let lines = lines_before_tests(&text);
+        let name = file
+            .strip_prefix(root)
+            .expect("under the package")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let listed = OVER_BUDGET.iter().any(|(f, _)| *f == name);
+        if lines > FILE_BUDGET && !listed {
+            over.push(format!("{name}: {lines} lines"));
+        }
+        if lines <= FILE_BUDGET && listed {
+            listed_under.push(format!("{name}: {lines} lines"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {FILE_BUDGET} lines: split them, or list them with a reason in OVER_BUDGET: {over:#?}"
+    );
+    assert!(
+        listed_under.is_empty(),
+        "back under {FILE_BUDGET} lines: take them off OVER_BUDGET: {listed_under:#?}"
+    );
+    for (file, why) in OVER_BUDGET {
+        assert!(root.join(file).is_file(), "{file} is listed but gone");
+        assert!(!why.is_empty(), "{file} is listed without a reason");
+    }
+}

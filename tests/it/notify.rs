@@ -371,7 +371,7 @@ async fn webhook_posts_signed_payload() {
     assert_eq!(request.header("x-team"), Some("ops"));
     assert_eq!(request.signature_valid, Some(true));
 
-    // The signature is the one the README tells receivers to compute.
+    // The signature is the one docs/notifiers.md tells receivers to compute.
     let signature = request.header("x-semclip-signature").expect("signed");
     let expected = {
         use hmac::{KeyInit, Mac};

@@ -96,14 +96,19 @@ pub fn database(test: &str) -> Option<Database> {
 /// Runs one SQL command in `database` with `psql`, as the superuser: for
 /// tests that damage or inspect a database behind the store's back.
 pub fn psql(database: &Database, sql: &str) -> String {
+    psql_in(&database_name(database), sql)
+}
+
+/// Runs one SQL command in the database named `name` (`postgres` to act on
+/// a test database from outside it).
+pub fn psql_in(name: &str, sql: &str) -> String {
     let Some(Ok(cluster)) = CLUSTER.get() else {
         panic!("psql without a cluster")
     };
-    let name = database_name(database);
     let out = Command::new(cluster.bindir.join("psql"))
         .args(["-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h"])
         .arg(&cluster.dir)
-        .args(["-p", &PORT.to_string(), "-U", USER, "-d", &name, "-c", sql])
+        .args(["-p", &PORT.to_string(), "-U", USER, "-d", name, "-c", sql])
         .output()
         .unwrap_or_else(|e| panic!("cannot run psql: {e}"));
     assert!(
@@ -115,7 +120,7 @@ pub fn psql(database: &Database, sql: &str) -> String {
 }
 
 /// The database name at the end of a test database's URL.
-fn database_name(database: &Database) -> String {
+pub fn database_name(database: &Database) -> String {
     let url = database.to_string();
     url.rsplit('/').next().unwrap_or_default().to_owned()
 }

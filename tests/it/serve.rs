@@ -1326,15 +1326,17 @@ fn the_embed_element_shows_a_clip_on_another_origin_and_revalidates_with_its_eta
     let answered_304 = clip_requests(&c, "html", 304) - before_304;
     assert!(answered_304 >= 2, "only {answered_304} 304s: {dom}");
 
-    // The server-side include: the README's portal stylesheet over the
-    // XML fragment (libxslt here, as xsltproc would).
+    // The server-side include: the portal stylesheet shown in
+    // docs/http-api.md ("Portals") over the XML fragment (libxslt here, as
+    // xsltproc would).
     let stylesheet = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/portal/clip-table.xsl");
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/http-api.md"))
+            .unwrap();
     for line in std::fs::read_to_string(&stylesheet).unwrap().lines() {
         assert!(
-            readme.contains(line.trim()),
-            "the README's copy lacks {line:?}"
+            doc.contains(line.trim()),
+            "the copy in docs/http-api.md lacks {line:?}"
         );
     }
     let fragment = c.get("/clips/quotes/gazp?format=xml&fragment=1", &[]);

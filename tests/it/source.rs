@@ -1256,6 +1256,7 @@ mod fenced {
             opts: short_timeouts(),
             retries: 2,
             headers: vec![("X-Team".into(), "ops".into())],
+            headers_cross_origin: false,
             cookies: vec![("session".into(), "abc".into())],
             jar: None,
             credentials: Some(Credentials::Bearer("t0ken".into())),
@@ -1352,7 +1353,8 @@ mod fenced {
             body(get(listed, &redirector.url("/page")).await.unwrap()),
             b"<p>internal</p>"
         );
-        // Credentials and cookies went to the watch's host only.
+        // Credentials, cookies and the watch's own headers went to the
+        // watch's origin only.
         let requests = target.requests.lock().unwrap().clone();
         assert_eq!(requests.len(), 2);
         for head in &requests {
@@ -1361,8 +1363,28 @@ mod fenced {
                 !lower.contains("authorization") && !lower.contains("cookie"),
                 "{head}"
             );
-            assert!(lower.contains("x-team: ops"), "{head}");
+            assert!(!lower.contains("x-team"), "{head}");
         }
+        // A watch may let its headers follow, never its credentials.
+        let clients = Clients::new(Arc::new(Fence {
+            allow_private: true,
+            ..Fence::default()
+        }));
+        let follow = PageRequest {
+            headers_cross_origin: true,
+            headers: vec![
+                ("X-Team".into(), "ops".into()),
+                ("Authorization".into(), "Bearer h34der".into()),
+            ],
+            credentials: None,
+            ..request(&redirector.url("/page"))
+        };
+        fetch(&clients, &HostLimiter::new(4, Duration::ZERO), &follow)
+            .await
+            .unwrap();
+        let head = target.requests.lock().unwrap()[2].to_ascii_lowercase();
+        assert!(head.contains("x-team: ops"), "{head}");
+        assert!(!head.contains("authorization") && !head.contains("cookie"), "{head}");
         assert_eq!(
             redirector.request_header(0, "authorization").as_deref(),
             Some("Bearer t0ken")
@@ -1371,6 +1393,45 @@ mod fenced {
             redirector.request_header(0, "cookie").as_deref(),
             Some("session=abc")
         );
+    }
+
+    /// A session cookie set by one port of a host goes back to that port
+    /// only: not to another port directly, nor after a redirect.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_session_cookie_stays_with_the_port_that_set_it() {
+        let other = TestServer::start(|_| Reply::ok("text/html", "<p>other</p>")).await;
+        let other_port = other.addr.port();
+        let login = TestServer::start(move |path| match path {
+            "/login" => Reply::ok("text/html", "<p>in</p>").with_header("set-cookie", "sid=s3ss10n; Path=/"),
+            "/away" => Reply::redirect(&format!("http://127.0.0.1:{other_port}/landed")),
+            _ => Reply::ok("text/html", "<p>page</p>"),
+        })
+        .await;
+        let clients = Clients::new(Arc::new(Fence {
+            allow_private: true,
+            ..Fence::default()
+        }));
+        let limiter = HostLimiter::new(4, Duration::ZERO);
+        let jar = semclip::page::session::Jar::new();
+        let with_jar = |url: &str| PageRequest {
+            jar: Some(jar.clone()),
+            headers: Vec::new(),
+            cookies: Vec::new(),
+            credentials: None,
+            ..request(url)
+        };
+        for path in ["/login", "/page"] {
+            fetch(&clients, &limiter, &with_jar(&login.url(path))).await.unwrap();
+        }
+        assert_eq!(login.request_header(1, "cookie").as_deref(), Some("sid=s3ss10n"));
+        // Directly, and after a redirect from the port that set it.
+        fetch(&clients, &limiter, &with_jar(&other.url("/direct"))).await.unwrap();
+        fetch(&clients, &limiter, &with_jar(&login.url("/away"))).await.unwrap();
+        let heads = other.requests.lock().unwrap().clone();
+        assert_eq!(heads.len(), 2);
+        for head in &heads {
+            assert!(!head.to_ascii_lowercase().contains("cookie"), "{head}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,7 +39,7 @@
 //! - Driver: `chromiumoxide` (DevTools protocol, tokio-native, crash
 //!   events), without its browser-downloading feature; the browser is
 //!   started here, not by the crate, so that it runs in its own process
-//!   group that can be killed whole (see README, "JavaScript pages").
+//!   group that can be killed whole (see docs/browser.md, "Why chromiumoxide").
 //! - `wait_for` is evented, not polled: a `MutationObserver` in the page
 //!   resolves a promise when the selector first matches. A `wait_for`
 //!   over the *hierarchy* ([`Ready::Hierarchy`]) cannot be judged in the
@@ -82,15 +82,14 @@ use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EnableParams as FetchEnable, EventRequestPaused, FailRequestParams,
-    RequestPattern, RequestStage,
+    HeaderEntry, RequestPattern, RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
     CookieParam, ErrorReason, EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
-    EventResponseReceived, Headers, ResourceType, SetBypassServiceWorkerParams,
-    SetExtraHttpHeadersParams, TimeSinceEpoch,
+    EventResponseReceived, ResourceType, SetBypassServiceWorkerParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::{AddScriptToEvaluateOnNewDocumentParams, FrameId};
 use chromiumoxide::cdp::browser_protocol::storage::{
@@ -403,8 +402,12 @@ pub struct RenderRequest<'a> {
     pub url: &'a Url,
     /// The watch's options.
     pub options: &'a RenderOptions,
-    /// Extra request headers.
+    /// Extra request headers: added to the requests for the page's origin
+    /// only (by the request judge), unless `headers_cross_origin`.
     pub headers: &'a [(String, String)],
+    /// Whether the headers go to other origins too (never those that carry
+    /// credentials).
+    pub headers_cross_origin: bool,
     /// Cookies the tab starts with (a session's jar, the watch's own).
     pub cookies: &'a [BrowserCookie],
     /// What to do once the page has loaded.
@@ -1245,16 +1248,6 @@ async fn load(
             page.execute(AddScriptToEvaluateOnNewDocumentParams::new(QUIET_INSTALL))
                 .await
                 .map_err(protocol("watching the DOM"))?;
-        }
-        if !req.headers.is_empty() {
-            let map: serde_json::Map<String, serde_json::Value> = req
-                .headers
-                .iter()
-                .map(|(n, v)| (n.clone(), serde_json::Value::String(v.clone())))
-                .collect();
-            page.execute(SetExtraHttpHeadersParams::new(Headers::new(map)))
-                .await
-                .map_err(protocol("setting headers"))?;
         }
         let mut responses = page
             .event_listener::<EventResponseReceived>()

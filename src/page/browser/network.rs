@@ -42,8 +42,8 @@ impl Network {
     /// request is paused unheard (a paused request not answered would hang
     /// the page). Judgements are made one at a time, in order, each
     /// origin's verdict kept for the render (a name is resolved once).
-    /// What `Fetch` does not pause is covered otherwise (README,
-    /// "JavaScript pages"): WebSockets have no route ([`NO_WEBSOCKETS`]),
+    /// What `Fetch` does not pause is covered otherwise (docs/browser.md,
+    /// "One fence for every request"): WebSockets have no route ([`NO_WEBSOCKETS`]),
     /// and service workers are bypassed.
     pub(super) async fn watch(
         page: &chromiumoxide::Page,
@@ -89,6 +89,7 @@ impl Network {
             page: page.clone(),
             fence: req.fence.clone(),
             watch: req.url.clone(),
+            headers: extra_headers(req),
             block: req.options.block.clone(),
             log: Arc::clone(&log),
             flight: Arc::clone(&flight),
@@ -160,12 +161,37 @@ pub(super) async fn check_loaded(
     })
 }
 
+/// A watch's headers and whether they may leave its origin.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ExtraHeaders {
+    list: Vec<(String, String)>,
+    cross_origin: bool,
+}
+
+fn extra_headers(req: &super::RenderRequest<'_>) -> ExtraHeaders {
+    ExtraHeaders {
+        list: req.headers.to_vec(),
+        cross_origin: req.headers_cross_origin,
+    }
+}
+
+/// Whether a header carries credentials: it never leaves the watch's
+/// origin, whatever the watch says.
+fn carries_credentials(name: &str) -> bool {
+    ["authorization", "cookie", "proxy-authorization"]
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(name))
+}
+
 /// The judge of one tab's paused requests.
 pub(super) struct Judge {
     pub(super) loaded: Arc<AtomicBool>,
     pub(super) page: chromiumoxide::Page,
     pub(super) fence: Fence,
     pub(super) watch: Url,
+    /// The watch's headers, added to the requests they may go with
+    /// ([`extra_headers`]).
+    pub(super) headers: ExtraHeaders,
     pub(super) block: Vec<Resource>,
     pub(super) log: Arc<Mutex<RequestLog>>,
     pub(super) flight: Arc<Mutex<Flight>>,
@@ -205,10 +231,9 @@ impl Judge {
         let sent = match verdict {
             Ok(()) => {
                 lock(&self.log).allowed += 1;
-                self.page
-                    .execute(ContinueRequestParams::new(id))
-                    .await
-                    .map(drop)
+                let mut go = ContinueRequestParams::new(id);
+                go.headers = self.headers_for(event);
+                self.page.execute(go).await.map(drop)
             }
             Err(None) => {
                 lock(&self.log).blocked += 1;
@@ -241,6 +266,37 @@ impl Judge {
         // An error: the tab is closing, or the request was cancelled
         // meanwhile.
         tracing::trace!(?sent, "answered a paused request");
+    }
+
+    /// The request's headers with the watch's added, when the request may
+    /// carry them (the watch's origin; others only when the watch allows
+    /// it, and never the headers that carry credentials); `None`: as sent.
+    fn headers_for(&self, event: &EventRequestPaused) -> Option<Vec<HeaderEntry>> {
+        let target = Url::parse(&event.request.url).ok()?;
+        let same_origin = target.origin() == self.watch.origin();
+        let extra: Vec<&(String, String)> = self
+            .headers
+            .list
+            .iter()
+            .filter(|(name, _)| {
+                same_origin || (self.headers.cross_origin && !carries_credentials(name))
+            })
+            .collect();
+        if extra.is_empty() {
+            return None;
+        }
+        let mut entries: Vec<HeaderEntry> = event
+            .request
+            .headers
+            .inner()
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+            .filter_map(|(name, value)| Some(HeaderEntry::new(name.clone(), value.as_str()?)))
+            .collect();
+        entries.extend(extra.iter().map(|(n, v)| HeaderEntry::new(n.clone(), v.clone())));
+        Some(entries)
     }
 
     pub(super) fn blocked(&self, kind: &ResourceType) -> bool {
