@@ -343,7 +343,10 @@ impl<'h> LabelTree<'h> {
     /// children (one reused counter per depth, no allocation per node).
     /// `hparent` is the entry in `hnodes` of the hierarchy node whose
     /// children `nodes` are.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the recursion's state: two trees, their positions and the output"
+    )]
     fn walk(
         &mut self,
         nodes: &'h [HNode],

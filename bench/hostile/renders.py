@@ -12,7 +12,8 @@ local page with a table of ROWS rows (clip `big`, public) and a paragraph
 for the big clip's HTML with a title of their own (`?title=flood-N`, a new
 variant each), and half a second later the small clip's HTML is asked for,
 ROUNDS times. The figures: the small clip's status and latency (median and
-worst), the flood's statuses, and the daemon's peak RSS (VmHWM). Figures go
+worst), the flood's statuses, and the daemon's peak RSS (VmHWM) before the
+flood (the first check and both clips' XML) and after it. Figures go
 to BENCHMARKS.md, "Hostile pages".
 """
 
@@ -65,6 +66,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out")
     args = ap.parse_args()
+    args.binary = os.path.abspath(args.binary)
 
     with tempfile.TemporaryDirectory() as tmp:
         rows = "".join(f"<tr><td>k{i}<td>{i}<td>{i * 2}" for i in range(args.rows))
@@ -98,6 +100,7 @@ def main():
                 if time.monotonic() > deadline:
                     sys.exit("the daemon never served the first snapshot")
                 time.sleep(0.5)
+            before_flood_mb = round(peak_rss_mb(daemon.pid))
             small, flood = [], []
             for r in range(args.rounds):
                 threads = []
@@ -118,6 +121,7 @@ def main():
                 "small_median_s": round(statistics.median(t for _, t in small), 3),
                 "small_worst_s": round(max(t for _, t in small), 3),
                 "flood_statuses": {s: flood.count(s) for s in sorted(set(flood))},
+                "peak_rss_mb_before_flood": before_flood_mb,
                 "peak_rss_mb": round(peak_rss_mb(daemon.pid)),
             }
         finally:

@@ -435,7 +435,10 @@ fn teams(alerts: &[Alert], links: &Links) -> Value {
         block
     }
     let mut body = vec![runs(
-        &[(&title(alerts), json!({"size": "Medium", "weight": "Bolder"}))],
+        &[(
+            &title(alerts),
+            json!({"size": "Medium", "weight": "Bolder"}),
+        )],
         json!({}),
     )];
     let mut changes_left = TEAMS_CHANGES;

@@ -215,7 +215,11 @@ fn html_body(subject: &str, alerts: &[Alert]) -> String {
         if !alert.changes.is_empty() {
             out.push_str("<h3>Changes</h3>\n<ul>\n");
             for change in &alert.changes {
-                let _ = writeln!(out, "<li><code>{}</code></li>", escape(&inert(&change.text)));
+                let _ = writeln!(
+                    out,
+                    "<li><code>{}</code></li>",
+                    escape(&inert(&change.text))
+                );
             }
             out.push_str("</ul>\n");
         }

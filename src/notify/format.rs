@@ -59,7 +59,10 @@ pub(super) fn inert(text: &str) -> String {
         let before = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
         let after = chars.get(i + 1).copied();
         match c {
-            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}'
+            '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200E}'
+            | '\u{200F}'
             | '\u{061C}' => {}
             c if c.is_control() => out.push(' '),
             '.' if before.is_some_and(|b| b.is_alphanumeric() || b == '-')

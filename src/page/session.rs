@@ -277,14 +277,19 @@ impl Jar {
 /// public suffix is refused, unless it is the request's host itself, when
 /// the cookie becomes host-only.
 fn public_suffix_rule(cookie: &mut RawCookie<'static>, url: &Url) -> Result<(), &'static str> {
-    let Some(domain) = cookie.domain().map(|d| d.trim_start_matches('.').to_ascii_lowercase())
+    let Some(domain) = cookie
+        .domain()
+        .map(|d| d.trim_start_matches('.').to_ascii_lowercase())
     else {
         return Ok(());
     };
     if !is_public_suffix(&domain) {
         return Ok(());
     }
-    if url.host_str().is_some_and(|h| h.eq_ignore_ascii_case(&domain)) {
+    if url
+        .host_str()
+        .is_some_and(|h| h.eq_ignore_ascii_case(&domain))
+    {
         cookie.unset_domain();
         return Ok(());
     }
@@ -902,12 +907,12 @@ mod tests {
         // Domain attribute and line domain agree by construction; an IP
         // literal with a domain flag is what the rules refuse.
         let jar = Jar::new();
-        let errors = match jar.import_cookies_txt(&b"127.0.0.1\tTRUE\t/\tFALSE\t0\ta\t1\n"[..], now())
-        {
-            Err(ImportError::Lines(errors)) => Some(errors),
-            Err(other) => panic!("{other:?}"),
-            Ok(_) => None,
-        };
+        let errors =
+            match jar.import_cookies_txt(&b"127.0.0.1\tTRUE\t/\tFALSE\t0\ta\t1\n"[..], now()) {
+                Err(ImportError::Lines(errors)) => Some(errors),
+                Err(other) => panic!("{other:?}"),
+                Ok(_) => None,
+            };
         // Either refused with a line number or kept host-only: never sent
         // to another host.
         if let Some(errors) = errors {
@@ -941,9 +946,12 @@ mod tests {
         let mut legacy = Vec::new();
         cookie_store::serde::json::save_incl_expired_and_nonpersistent(&inner, &mut legacy)
             .unwrap_or_else(|e| panic!("{e}"));
-        let old = Jar::from_json(&String::from_utf8_lossy(&legacy))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(sent(&old, "http://127.0.0.1:19103/x"), ["pref=1", "sid=one"]);
+        let old =
+            Jar::from_json(&String::from_utf8_lossy(&legacy)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            sent(&old, "http://127.0.0.1:19103/x"),
+            ["pref=1", "sid=one"]
+        );
     }
 
     #[test]
@@ -953,7 +961,10 @@ mod tests {
         let jar = Jar::new();
         let mut headers = HeaderMap::new();
         headers.append(SET_COOKIE, HeaderValue::from_static("wide=1; Domain=co.uk"));
-        headers.append(SET_COOKIE, HeaderValue::from_static("own=1; Domain=shop.co.uk"));
+        headers.append(
+            SET_COOKIE,
+            HeaderValue::from_static("own=1; Domain=shop.co.uk"),
+        );
         jar.store(&headers, &url("http://shop.co.uk/"));
         assert_eq!(sent(&jar, "http://shop.co.uk/"), ["own=1"]);
         assert_eq!(jar.header(&url("http://bank.co.uk/")), None);

@@ -209,11 +209,9 @@ impl ClipData {
         if !new {
             // Waits for the render under way; should it fail, this request
             // does not start another (the cell stays empty: the error).
-            let waited = tokio::time::timeout(
-                left,
-                cell.get_or_try_init(|| async { Err(unfinished()) }),
-            )
-            .await;
+            let waited =
+                tokio::time::timeout(left, cell.get_or_try_init(|| async { Err(unfinished()) }))
+                    .await;
             return Some(match waited {
                 Ok(result) => result.cloned(),
                 Err(_) => Err(unfinished()),

@@ -71,10 +71,13 @@ pub const RENDER_THREADS: usize = 2;
 /// The largest clip document (bytes of XML) rendered in the small lane: a
 /// few thousand cells, milliseconds of XSLT.
 pub const SMALL_CLIP_BYTES: usize = 256 << 10;
-/// Bytes of clip XML that big renders may hold at once (a transform's
-/// memory grows with its input, about tenfold): one render is always let
-/// in, however big; others wait for room.
-pub const MAX_BIG_RENDER_BYTES: usize = 32 << 20;
+/// Bytes of clip XML that big renders may hold at once. A transform's
+/// memory grows about sixty-fold with its input (libxml2's tree of the
+/// clip, libxslt's result tree, the HTML text and the sanitizer's parse:
+/// 340 MB for the 5.5 MB clip of a 20,000-row table, BENCHMARKS.md
+/// "Hostile pages"), so this bounds big renders to about half a gigabyte.
+/// One render is always let in, however big; others find no room.
+pub const MAX_BIG_RENDER_BYTES: usize = 8 << 20;
 
 /// Everything that can go wrong rendering a clip.
 #[derive(Debug, thiserror::Error)]
@@ -218,7 +221,11 @@ struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut held = self.admission.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self
+            .admission
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         held.0 = held.0.saturating_sub(1);
         held.1 = held.1.saturating_sub(self.bytes);
     }

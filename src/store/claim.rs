@@ -258,7 +258,10 @@ impl Store {
     /// costs at most a moment with one request more in flight to a host.
     ///
     /// [`ensure`]: Store::ensure_host_slots
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one statement's parameters: host, owner, lease, limits and clock"
+    )]
     pub fn take_host_slot(
         &mut self,
         host: &str,

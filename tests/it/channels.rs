@@ -1377,7 +1377,9 @@ fn assert_inert(service: &str, requests: &[ReceivedRequest]) {
                 }
             }
             assert!(
-                !text.chars().any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')),
+                !text
+                    .chars()
+                    .any(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')),
                 "a bidi control in {}",
                 show()
             );
@@ -1396,7 +1398,12 @@ fn assert_inert(service: &str, requests: &[ReceivedRequest]) {
         let marked: Vec<(&str, &str)> = match service {
             "slack" => vec![
                 ("<", body["text"].as_str().unwrap_or_default()),
-                ("<", body["blocks"][1]["text"]["text"].as_str().unwrap_or_default()),
+                (
+                    "<",
+                    body["blocks"][1]["text"]["text"]
+                        .as_str()
+                        .unwrap_or_default(),
+                ),
             ],
             "discord" => vec![("](", body["content"].as_str().unwrap_or_default())],
             "gotify" => vec![("](", body["message"].as_str().unwrap_or_default())],
@@ -1522,7 +1529,11 @@ async fn hostile_page_text_reaches_no_channel_as_a_link_or_a_mention() {
         assert_eq!(requests.len(), 2, "{name}: {requests:?}");
         assert_inert(name, &requests);
         // The readable part survives: the threshold's name and our link.
-        let all = requests.iter().flat_map(visible_strings).collect::<Vec<_>>().join("\n");
+        let all = requests
+            .iter()
+            .flat_map(visible_strings)
+            .collect::<Vec<_>>()
+            .join("\n");
         let readable = markdown_unescape(&html_unescape(&all));
         assert!(readable.contains("gazp-high"), "{name}: {all}");
     }

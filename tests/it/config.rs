@@ -674,7 +674,10 @@ fn load_watches_checks_against_a_loaded_daemon() {
 #[test]
 fn header_values_may_come_from_secrets() {
     let dir = tree(&[
-        ("semclip.yaml", "notifiers:\n  log: {file: {path: a.jsonl}}\n"),
+        (
+            "semclip.yaml",
+            "notifiers:\n  log: {file: {path: a.jsonl}}\n",
+        ),
         ("api.key", "k3y-from-file\n"),
         (
             "watches/a.yaml",
@@ -710,7 +713,10 @@ fn header_values_may_come_from_secrets() {
     let errs = config::load_watches(&dir.path().join("watches"), &daemon).unwrap_err();
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert_eq!(errs[0].path, "fetch.headers.X-Api-Key");
-    assert!(errs[0].message.contains("SEMCLIP_TEST_NO_SUCH_VARIABLE"), "{errs:?}");
+    assert!(
+        errs[0].message.contains("SEMCLIP_TEST_NO_SUCH_VARIABLE"),
+        "{errs:?}"
+    );
 }
 
 // ---------------------------------------------------------------- schemas

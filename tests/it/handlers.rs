@@ -333,7 +333,11 @@ fn readyz_is_false_while_the_store_cannot_be_reached() {
     );
     let app = semclip::serve::app(Arc::clone(&server));
     let (before, _) = get(&app, "/readyz", &[]);
-    assert_eq!(before.status(), StatusCode::SERVICE_UNAVAILABLE, "not read yet");
+    assert_eq!(
+        before.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not read yet"
+    );
     runtime().block_on(server.poll());
     let (up, body) = get(&app, "/readyz", &[]);
     assert_eq!(up.status(), StatusCode::OK, "{body}");

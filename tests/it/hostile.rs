@@ -678,12 +678,17 @@ fn new_variants_of_a_big_clip_cannot_starve_a_small_one() {
     .unwrap_or_default();
     let took = start.elapsed();
     assert!(small.starts_with("HTTP/1.1 200"), "{small}");
-    assert!(took < Duration::from_secs(2), "the small clip took {took:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the small clip took {took:?}"
+    );
 
     let answers: Vec<String> = flood.into_iter().map(|t| t.join().unwrap()).collect();
     let busy = answers
         .iter()
-        .filter(|a| a.starts_with("HTTP/1.1 503") && a.to_ascii_lowercase().contains("\r\nretry-after: "))
+        .filter(|a| {
+            a.starts_with("HTTP/1.1 503") && a.to_ascii_lowercase().contains("\r\nretry-after: ")
+        })
         .count();
     // Two render threads: at most two renders admitted, the rest refused
     // at once, each told when to come back.

@@ -1384,7 +1384,10 @@ mod fenced {
             .unwrap();
         let head = target.requests.lock().unwrap()[2].to_ascii_lowercase();
         assert!(head.contains("x-team: ops"), "{head}");
-        assert!(!head.contains("authorization") && !head.contains("cookie"), "{head}");
+        assert!(
+            !head.contains("authorization") && !head.contains("cookie"),
+            "{head}"
+        );
         assert_eq!(
             redirector.request_header(0, "authorization").as_deref(),
             Some("Bearer t0ken")
@@ -1402,7 +1405,9 @@ mod fenced {
         let other = TestServer::start(|_| Reply::ok("text/html", "<p>other</p>")).await;
         let other_port = other.addr.port();
         let login = TestServer::start(move |path| match path {
-            "/login" => Reply::ok("text/html", "<p>in</p>").with_header("set-cookie", "sid=s3ss10n; Path=/"),
+            "/login" => {
+                Reply::ok("text/html", "<p>in</p>").with_header("set-cookie", "sid=s3ss10n; Path=/")
+            }
             "/away" => Reply::redirect(&format!("http://127.0.0.1:{other_port}/landed")),
             _ => Reply::ok("text/html", "<p>page</p>"),
         })
@@ -1421,12 +1426,21 @@ mod fenced {
             ..request(url)
         };
         for path in ["/login", "/page"] {
-            fetch(&clients, &limiter, &with_jar(&login.url(path))).await.unwrap();
+            fetch(&clients, &limiter, &with_jar(&login.url(path)))
+                .await
+                .unwrap();
         }
-        assert_eq!(login.request_header(1, "cookie").as_deref(), Some("sid=s3ss10n"));
+        assert_eq!(
+            login.request_header(1, "cookie").as_deref(),
+            Some("sid=s3ss10n")
+        );
         // Directly, and after a redirect from the port that set it.
-        fetch(&clients, &limiter, &with_jar(&other.url("/direct"))).await.unwrap();
-        fetch(&clients, &limiter, &with_jar(&login.url("/away"))).await.unwrap();
+        fetch(&clients, &limiter, &with_jar(&other.url("/direct")))
+            .await
+            .unwrap();
+        fetch(&clients, &limiter, &with_jar(&login.url("/away")))
+            .await
+            .unwrap();
         let heads = other.requests.lock().unwrap().clone();
         assert_eq!(heads.len(), 2);
         for head in &heads {

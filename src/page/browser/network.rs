@@ -295,7 +295,11 @@ impl Judge {
             .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
             .filter_map(|(name, value)| Some(HeaderEntry::new(name.clone(), value.as_str()?)))
             .collect();
-        entries.extend(extra.iter().map(|(n, v)| HeaderEntry::new(n.clone(), v.clone())));
+        entries.extend(
+            extra
+                .iter()
+                .map(|(n, v)| HeaderEntry::new(n.clone(), v.clone())),
+        );
         Some(entries)
     }
 

@@ -95,7 +95,10 @@ impl PipeBridge {
                     // Only the path with the token: a local process that
                     // races the driver gets a 404 and the endpoint stays.
                     // The error type is tungstenite's (its `Callback`).
-                    #[allow(clippy::result_large_err)]
+                    #[allow(
+                        clippy::result_large_err,
+                        reason = "the error type is tungstenite's handshake callback's"
+                    )]
                     let check = |request: &async_tungstenite::tungstenite::handshake::server::Request,
                                  response| {
                         if request.uri().path() == path {
