@@ -5,8 +5,9 @@
 //! reject unknown keys and remember where every value was written (an
 //! unknown key is reported, with a "did you mean", and skipped so that the
 //! rest of the file is still read: [`lenient`]); then every
-//! value is checked (URLs, cron expressions, time zones, durations, byte sizes,
-//! XPaths, notifier names, secrets, ...) into the types of this module. Every
+//! value is checked ([`validate`], one file per section: URLs, cron
+//! expressions, time zones, durations, byte sizes, XPaths, notifier names,
+//! secrets, ...) into the types of this module. Every
 //! problem found becomes a [`Diagnostic`] naming the file, line, column and
 //! field; loading never stops at the first one: a broken watch file still lets
 //! the others be checked.
@@ -24,12 +25,12 @@
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
 mod apprise;
-mod check;
 mod lenient;
 mod raw;
 pub mod schedule;
 pub mod starter;
 mod tree;
+mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,7 +40,7 @@ use std::time::Duration;
 
 use url::Url;
 
-pub use check::{secret_from_env, secret_from_file};
+pub use validate::{secret_from_env, secret_from_file};
 
 use crate::config::schedule::Schedule;
 pub use crate::page::browser::Step;
@@ -543,7 +544,7 @@ impl Default for DaemonConfig {
     /// The built-in defaults: `$STATE_DIRECTORY/semclip.db` (or `semclip.db`),
     /// watches in `watches`, no notifiers.
     fn default() -> Self {
-        check::daemon_defaults(None, Path::new(""))
+        validate::daemon_defaults(None, Path::new(""))
     }
 }
 
@@ -812,8 +813,8 @@ pub struct Loaded {
 pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let daemon = match config {
-        Some(path) => check::load_daemon_file(path, &mut diags),
-        None => check::DaemonOutcome::defaults(),
+        Some(path) => validate::load_daemon_file(path, &mut diags),
+        None => validate::DaemonOutcome::defaults(),
     };
     let mut config = daemon.config;
     let mut dir_at = daemon.watches_at;
@@ -821,7 +822,7 @@ pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded,
         config.watches_dir = dir.to_path_buf();
         dir_at = None;
     }
-    let watches = check::load_watch_dir(
+    let watches = validate::load_watch_dir(
         &config.watches_dir,
         &config,
         daemon.notifier_names.as_ref(),
@@ -840,13 +841,13 @@ pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded,
 
 /// The built-in daemon settings, as without a daemon file.
 pub fn daemon_defaults() -> DaemonConfig {
-    check::DaemonOutcome::defaults().config
+    validate::DaemonOutcome::defaults().config
 }
 
 /// Loads and validates the daemon file alone.
 pub fn load_daemon(path: &Path) -> Result<DaemonConfig, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    let daemon = check::load_daemon_file(path, &mut diags);
+    let daemon = validate::load_daemon_file(path, &mut diags);
     if diags.is_empty() {
         Ok(daemon.config)
     } else {
@@ -860,7 +861,7 @@ pub fn load_daemon(path: &Path) -> Result<DaemonConfig, Vec<Diagnostic>> {
 pub fn load_watches(dir: &Path, daemon: &DaemonConfig) -> Result<Vec<Watch>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let names = daemon.notifiers.keys().cloned().collect();
-    let watches = check::load_watch_dir(dir, daemon, Some(&names), None, &mut diags);
+    let watches = validate::load_watch_dir(dir, daemon, Some(&names), None, &mut diags);
     if diags.is_empty() {
         Ok(watches)
     } else {
