@@ -12,6 +12,10 @@ use std::fmt::Write as _;
 
 /// The board page with `rows` issuers, markup variant `markup` (0 or 1)
 /// and `changed` cells altered.
+#[allow(
+    clippy::too_many_lines,
+    reason = "writes one page top to bottom, its markup variants side by side"
+)]
 pub fn board_page(rows: usize, markup: usize, changed: usize) -> String {
     let alt = markup % 2 == 1;
     let mut s = String::with_capacity(rows * 240 + 8192);

@@ -104,6 +104,10 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the benchmark's report, one measure after another"
+)]
 fn main() {
     let Some(dir) = corpus() else {
         eprintln!(

@@ -146,6 +146,10 @@ fn per(d: Duration, n: usize) -> f64 {
     d.as_secs_f64() * 1e3 / n.max(1) as f64
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the benchmark's report, one measure after another"
+)]
 fn main() {
     let Some(root) = corpus() else {
         eprintln!("corpus not found (../shared/corpus or $SEMCLIP_CORPUS): nothing to benchmark");

@@ -77,6 +77,10 @@ fn self_cpu() -> f64 {
 }
 
 #[tokio::main]
+#[expect(
+    clippy::too_many_lines,
+    reason = "the measurement's steps in order, printed as they go"
+)]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let renders: usize = args.next().map_or(Ok(20), |a| a.parse())?;

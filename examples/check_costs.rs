@@ -141,6 +141,10 @@ fn numeric_node(h: &semclip::hierarchy::Hierarchy) -> Option<String> {
     h.children.iter().find_map(walk)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the measurement's steps in order, printed as they go"
+)]
 fn main() {
     let mut args = std::env::args().skip(1);
     let page = args.next().unwrap_or_else(|| "board".into());

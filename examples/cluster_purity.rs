@@ -459,7 +459,8 @@ fn members(clusters: &[semclip::template::cluster::Cluster]) -> Vec<Vec<usize>> 
 
 #[allow(
     dead_code,
-    reason = "the integration tests include this file without main"
+    clippy::too_many_lines,
+    reason = "the integration tests include this file without main; the report's steps in order"
 )]
 fn main() {
     let mut pages = generated_pages();

@@ -88,6 +88,10 @@ pub fn learn_set(pages: &[String], threshold: f64, min_pages: usize) -> Template
 }
 
 /// Runs the command.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the command's steps in order, each a few lines"
+)]
 pub async fn run(args: &LearnArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     if args.name.is_empty()
         || !args

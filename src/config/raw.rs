@@ -2,6 +2,12 @@
 //! Unknown keys are rejected; every value remembers where it was written.
 //! The JSON Schemas in `schema/` are derived from these (doc comments become
 //! descriptions).
+#![allow(
+    rustdoc::bare_urls,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_html_tags,
+    reason = "the doc comments here are the JSON schemas' descriptions, written for the YAML files' users (`matrix[s]://`, `<id>.yaml`, URLs as text), not rustdoc"
+)]
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -301,6 +301,10 @@ fn numeric_candidates(
 /// thresholds, commented out. `list` is what `extract: records` finds on
 /// the page: proposed as a clip when no table has two rows or more,
 /// mentioned in a comment otherwise.
+#[expect(
+    clippy::too_many_lines,
+    reason = "writes one YAML file top to bottom, a section after another"
+)]
 pub fn watch_file(url: &str, page: &Hierarchy, list: Option<&RecordList>) -> String {
     let mut out = String::new();
     let mut all = Vec::new();

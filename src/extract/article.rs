@@ -1369,6 +1369,10 @@ impl<'a> Page<'a> {
 
     /// The chosen blocks: the best candidate, possibly widened, and the
     /// siblings that belong with it.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the candidate choice step by step as docs/algorithms.md gives it"
+    )]
     fn choose(
         &self,
         mask: &[bool],

@@ -204,6 +204,10 @@ fn never_record(name: &str) -> bool {
 }
 
 impl<'a> Page<'a> {
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one walk over the DOM filling the page's tables"
+    )]
     fn build(dom: &'a Dom) -> Page<'a> {
         let mut page = Page {
             dom,
@@ -1181,6 +1185,10 @@ fn attribute_hints(el: &crate::page::dom::Element, hints: &mut [Option<String>; 
 /// it (the same text leaves and images): a `<div class="price"><span>`
 /// names the span's text, a `<div class="meta">` around a date and an
 /// author names neither.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one walk per record, its cases side by side"
+)]
 fn raw_fields(page: &Page<'_>, root: u32, headers: &FxHashMap<usize, String>) -> Vec<RawField> {
     let end = (root as usize + page.els[root as usize].elems as usize).min(page.els.len());
     // Terms and what they define: `dt` -> `dd`, and `th` -> `td` in a row
@@ -1420,6 +1428,10 @@ const PROSE_WORDS: usize = 6;
 ///
 /// Linear in the number of fields, but for sorting each key's candidate
 /// names: a table row of 100,000 cells is one record of 100,000 keys.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the naming steps in order, sharing their counts"
+)]
 fn name_fields(records: &[Vec<RawField>]) -> Naming {
     let mut order: Vec<&str> = Vec::new();
     let mut index: FxHashMap<&str, usize> = FxHashMap::default();

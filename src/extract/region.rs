@@ -1176,6 +1176,10 @@ impl<'a> Index<'a> {
 
     /// Decides how siblings make records (module doc, step 7) and returns
     /// the example starters.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the grouping's cases side by side, sharing the children's runs"
+    )]
     fn grouping(&self, kids: &[NodeId], hit_kids: &[NodeId]) -> (Grouping, Vec<NodeId>) {
         let plain = (
             Grouping::Single,

@@ -595,6 +595,10 @@ fn usual_width(grid: &[Vec<Option<Slot>>]) -> usize {
 }
 
 /// Builds the hierarchy node of a data table; `None` when it holds no data.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one pass over the table's grid: title rows, header rows, key choice, rows, sharing the grid"
+)]
 pub(super) fn build(b: &mut Builder, spec: TableSpec) -> Option<HNode> {
     let Resolved {
         grid,

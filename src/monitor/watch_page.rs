@@ -57,6 +57,10 @@ pub struct WatchPage {
 /// regions). `stored` holds the wrappers that found each region clip's
 /// region on the previous page (tried first). Everything is charged to
 /// `budget`: a page over it is an error, never a cut-short hierarchy.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the page's stages in order: decode, parse, budget, hierarchy, extraction"
+)]
 pub fn build_page(
     html: &str,
     url: Option<&str>,

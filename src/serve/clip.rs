@@ -89,6 +89,9 @@ pub enum ClipError {
     },
 }
 
+/// A render under way: when it started, and the cell its result goes in.
+type Pending = (Instant, Arc<tokio::sync::OnceCell<Arc<str>>>);
+
 /// One version of a clip, as the current snapshot holds it.
 #[derive(Debug)]
 pub struct ClipData {
@@ -110,7 +113,7 @@ pub struct ClipData {
     renders: Mutex<HashMap<String, Arc<str>>>,
     /// Renders under way, by variant, with when they started: later
     /// requests wait for the same one.
-    pending: Mutex<HashMap<String, (Instant, Arc<tokio::sync::OnceCell<Arc<str>>>)>>,
+    pending: Mutex<HashMap<String, Pending>>,
     /// Renders that failed, by variant, with when.
     failed: Mutex<HashMap<String, Instant>>,
 }

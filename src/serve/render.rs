@@ -1516,6 +1516,10 @@ mod tests {
     }
 
     #[tokio::test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one test walks every way a stylesheet name is refused"
+    )]
     async fn stylesheet_names_and_files_are_checked() {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();

@@ -39,7 +39,7 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutEvent {
     /// The drift of the hierarchy's label structure
-    /// ([`crate::monitor::layout::label_paths`]) from the previous page:
+    /// ([`crate::monitor::watch_page::label_paths`]) from the previous page:
     /// the Jaccard distance of the two sets, 0..1.
     pub drift: f64,
     /// The drift allowed.

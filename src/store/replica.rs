@@ -4,7 +4,7 @@
 //! Takes a replica's watch set ([`WatchSet`]: each watch's id and the
 //! BLAKE3 hash of its file) and its heartbeats; gives the live replicas
 //! and their sets ([`Store::live_replicas`]), the *reference* set (the one
-//! most live replicas run, [`reference`]) and which of a replica's
+//! most live replicas run, [`reference()`]) and which of a replica's
 //! watches are defined differently there ([`WatchSet::differing`]).
 //!
 //! # Decisions

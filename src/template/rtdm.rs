@@ -563,6 +563,10 @@ impl Rtdm {
 
     /// Back-trace: from the roots down, redo the children alignment of
     /// each mapped pair with the costs remembered by [`Rtdm::solve`].
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the traceback of the RTDM recurrence, kept whole to read against docs/algorithms.md"
+    )]
     fn trace<C: RtdmCosts>(&mut self, t1: &LTree, t2: &LTree, costs: &C, out: &mut RtdmResult) {
         let eps = self.epsilon;
         let mut work: Vec<(usize, usize)> = vec![(0, 0)];

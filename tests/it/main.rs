@@ -8,6 +8,10 @@
     clippy::expect_used,
     reason = "tests fail loudly on purpose"
 )]
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test is a scenario told in order; the function budget is the library's"
+)]
 
 mod articles;
 mod browser;

@@ -874,6 +874,10 @@ impl std::fmt::Debug for Instance {
 impl Instance {
     /// Starts `executable` in a process group of its own and connects to
     /// it.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the launch's steps in order (command line, pipe bridge, handshake, driver, reaper), each short; apart they would hide the order"
+    )]
     async fn launch(
         executable: &Path,
         settings: &BrowserSettings,
