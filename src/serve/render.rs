@@ -71,12 +71,12 @@ pub const RENDER_THREADS: usize = 2;
 /// The largest clip document (bytes of XML) rendered in the small lane: a
 /// few thousand cells, milliseconds of XSLT.
 pub const SMALL_CLIP_BYTES: usize = 256 << 10;
-/// Bytes of clip XML that big renders may hold at once. A transform's
-/// memory grows about sixty-fold with its input (libxml2's tree of the
-/// clip, libxslt's result tree, the HTML text and the sanitizer's parse:
-/// 340 MB for the 5.5 MB clip of a 20,000-row table, BENCHMARKS.md
-/// "Hostile pages"), so this bounds big renders to about half a gigabyte.
-/// One render is always let in, however big; others find no room.
+/// Bytes of clip XML that big renders may hold at once. A render's peak
+/// memory is about a hundred times its input (libxml2's tree of the clip,
+/// libxslt's result tree, the HTML text and the sanitizer's parse: about
+/// 600 MB for the 5.5 MB clip of a 20,000-row table, BENCHMARKS.md "Render
+/// starvation"), so this keeps big renders under a gigabyte or so. One
+/// render is always let in, however big; others find no room.
 pub const MAX_BIG_RENDER_BYTES: usize = 8 << 20;
 
 /// Everything that can go wrong rendering a clip.
