@@ -127,7 +127,7 @@ async fn import(
         if imported.added == 1 { "" } else { "s" },
         imported.expired,
         if imported.expired == 1 { "" } else { "s" },
-        imported.skipped.len(),
+        imported.skipped_lines,
         jar.len()
     )?;
     Ok(Outcome::Success)

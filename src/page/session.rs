@@ -269,6 +269,7 @@ impl Jar {
             added: parsed.cookies.len(),
             expired: parsed.expired,
             skipped: parsed.skipped,
+            skipped_lines: parsed.skipped_lines,
         })
     }
 }
@@ -534,9 +535,12 @@ pub struct Imported {
     pub added: usize,
     /// Lines left out because their cookie had already expired.
     pub expired: usize,
-    /// Lines left out, each with why: over a cap, a public suffix's
-    /// cookie, past the most cookies a jar keeps.
+    /// Lines left out, each with why: over a cap, or a public suffix's
+    /// cookie; the lines past the most cookies a jar keeps are one entry,
+    /// at the first of them.
     pub skipped: Vec<LineError>,
+    /// How many lines were skipped in all.
+    pub skipped_lines: usize,
 }
 
 /// Why a `cookies.txt` imported nothing.
@@ -569,6 +573,7 @@ struct Parsed {
     cookies: Vec<(usize, RawCookie<'static>, Url)>,
     expired: usize,
     skipped: Vec<LineError>,
+    skipped_lines: usize,
 }
 
 /// The fields of a `cookies.txt` line, in order.
@@ -590,7 +595,10 @@ fn parse_cookies_txt(mut reader: impl BufRead, now: SystemTime) -> Result<Parsed
         cookies: Vec::new(),
         expired: 0,
         skipped: Vec::new(),
+        skipped_lines: 0,
     };
+    // The lines past the most cookies a jar keeps: the first, and how many.
+    let mut past_cap: Option<(usize, usize)> = None;
     let mut errors = Vec::new();
     let mut read: u64 = 0;
     let mut buf = Vec::new();
@@ -605,6 +613,7 @@ fn parse_cookies_txt(mut reader: impl BufRead, now: SystemTime) -> Result<Parsed
             break;
         }
         if !whole {
+            out.skipped_lines += 1;
             out.skipped.push(LineError {
                 line,
                 message: format!("longer than {MAX_COOKIE_LINE_BYTES} bytes: skipped"),
@@ -645,16 +654,28 @@ fn parse_cookies_txt(mut reader: impl BufRead, now: SystemTime) -> Result<Parsed
                         cookie.name()
                     )
                 } else if out.cookies.len() >= MAX_COOKIES {
-                    format!("past the {MAX_COOKIES} cookies a jar keeps: skipped")
+                    out.skipped_lines += 1;
+                    let (first, count) = past_cap.unwrap_or((line, 0));
+                    past_cap = Some((first, count + 1));
+                    continue;
                 } else {
                     out.cookies.push((line, cookie, url));
                     continue;
                 };
+                out.skipped_lines += 1;
                 out.skipped.push(LineError { line, message: why });
             }
             Ok(None) => out.expired += 1,
             Err(message) => errors.push(LineError { line, message }),
         }
+    }
+    if let Some((line, count)) = past_cap {
+        out.skipped.push(LineError {
+            line,
+            message: format!(
+                "{count} cookie(s) past the {MAX_COOKIES} a jar keeps, from this line on: skipped"
+            ),
+        });
     }
     if errors.is_empty() {
         Ok(out)
@@ -844,6 +865,7 @@ mod tests {
                 added: 3,
                 expired: 1,
                 skipped: Vec::new(),
+                skipped_lines: 0,
             }
         );
         assert_eq!(jar.len(), 3);
@@ -1011,7 +1033,10 @@ mod tests {
             .import_cookies_txt(many.as_bytes(), now())
             .unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(imported.added, MAX_COOKIES);
-        assert_eq!(imported.skipped.len(), 5);
+        assert_eq!(imported.skipped_lines, 5);
+        assert_eq!(imported.skipped.len(), 1, "{:?}", imported.skipped);
+        assert_eq!(imported.skipped[0].line, MAX_COOKIES + 1);
+        assert!(imported.skipped[0].message.starts_with("5 cookie(s) past the 3000"));
     }
 
     #[test]

@@ -307,6 +307,28 @@ fn a_cookies_txt_imported_into_a_session_is_sent_and_a_bad_one_imports_nothing()
     );
     assert!(store(dir).session_jar("manual").unwrap().is_none());
 
+    // Over the size cap (a 17 MiB file): refused whole, as it is read.
+    let huge = dir.join("huge.txt");
+    let line = format!("127.0.0.1\tFALSE\t/\tFALSE\t0\tc\t{}\n", "v".repeat(1000));
+    std::fs::write(&huge, line.repeat((17 << 20) / line.len() + 1)).unwrap();
+    let args = [
+        "cookies",
+        "import",
+        "manual",
+        huge.to_str().unwrap(),
+        "--config",
+        config,
+    ];
+    let out = semclip(&args, None);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("huge.txt: the file is larger than 16 MiB: nothing imported"),
+        "{}",
+        describe(&args, &out)
+    );
+    assert!(store(dir).session_jar("manual").unwrap().is_none());
+
     // An unknown session is refused by name.
     let args = ["cookies", "import", "typo", "-", "--config", config];
     let out = semclip(&args, Some(b""));
