@@ -1,8 +1,10 @@
 //! One check of one watch: the page in, changes, threshold alarms and
 //! alerts (queued in the outbox) out, recorded in one store transaction.
 //!
-//! - [`check`]: the orchestration of one check (fetch, build, compare,
-//!   thresholds, layout, alerts) and its report;
+//! - [`check`]: the orchestration of one check and its report, one job
+//!   per file: the engine, getting the page (HTTP, browser, login),
+//!   judging it (failures and blocks, changes, thresholds, layout),
+//!   recording it, and the replicas' shared host slots;
 //! - [`watch_page`]: the page a watch compares (its extract clips,
 //!   `monitor: data`, a template's regions) and what layout monitoring
 //!   measures on it;

@@ -391,10 +391,6 @@ const OVER_BUDGET: &[(&str, &str)] = &[
         "the store's facade and its core in one; to split",
     ),
     (
-        "src/monitor/check.rs",
-        "a check's engine, fetch, judge and record; to split along them",
-    ),
-    (
         "src/page/browser/mod.rs",
         "the browser's supervision and a tab's render; tab.rs is the next seam",
     ),
