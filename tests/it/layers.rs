@@ -403,10 +403,6 @@ const OVER_BUDGET: &[(&str, &str)] = &[
         "the builder's walk over the DOM, one recursion",
     ),
     (
-        "src/xpath/mod.rs",
-        "the syntax checker and the evaluator; to split",
-    ),
-    (
         "src/extract/records.rs",
         "one extractor's documented steps; to split by step",
     ),
