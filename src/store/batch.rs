@@ -29,10 +29,10 @@ use std::sync::LazyLock;
 
 use tokio_postgres::types::{ToSql, Type};
 
+use super::core::{Engine, Recorded, Store, StoreError, retention_cutoff, to_millis};
 use super::pg::PgConn;
 use super::sql::DbError;
 use super::state::{CheckRecord, STATUS_COLUMNS, STATUS_CONFLICT};
-use super::{Engine, Recorded, Store, StoreError, retention_cutoff, to_millis};
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
@@ -76,7 +76,7 @@ const SNAPSHOTS: &str = "INSERT INTO snapshot (watch, taken_at, hash, size, xml,
 const EVENTS: &str = "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
      SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[])";
 
-/// `super::PRUNE_SNAPSHOTS` for each watch with a new snapshot.
+/// `super::core::PRUNE_SNAPSHOTS` for each watch with a new snapshot.
 ///
 /// The rows are found watch by watch (a `LATERAL` subquery that `OFFSET 0`
 /// keeps from being flattened into a join), so each is an index scan on
@@ -94,7 +94,7 @@ const PRUNE_SNAPSHOTS: &str = "DELETE FROM snapshot WHERE ctid = ANY (ARRAY(
                                        ORDER BY id DESC LIMIT p.keep))
                 OFFSET 0) AS x))";
 
-/// `super::PRUNE_CHANGES` for each watch with a new snapshot, found as
+/// `super::core::PRUNE_CHANGES` for each watch with a new snapshot, found as
 /// [`PRUNE_SNAPSHOTS`] finds them.
 const PRUNE_CHANGES: &str = "DELETE FROM change_event WHERE ctid = ANY (ARRAY(
        SELECT x.ctid

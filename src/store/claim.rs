@@ -77,8 +77,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use super::core::{Engine, Store, StoreError, from_millis, to_millis, watch_error};
 use super::sql::{Db, args};
-use super::{Engine, Store, StoreError, from_millis, to_millis, watch_error};
 
 /// How soon a watch whose claim row was locked by another replica is
 /// looked at again.
@@ -112,7 +112,7 @@ impl Store {
         &'a self,
         action: &'a str,
         host: &'a str,
-    ) -> impl Fn(super::DbError) -> StoreError + 'a {
+    ) -> impl Fn(super::sql::DbError) -> StoreError + 'a {
         move |source| StoreError::Database {
             path: self.path.clone(),
             action: format!("{action} {host}"),
@@ -518,7 +518,7 @@ pub(super) fn note_next_run(
     watch: &str,
     next_run_ms: Option<i64>,
     release: bool,
-) -> Result<(), super::DbError> {
+) -> Result<(), super::sql::DbError> {
     if let Db::Postgres(..) = db {
         let sql = if release {
             "UPDATE watch_claim SET owner = NULL, lease_until = NULL, next_run = ?2

@@ -175,6 +175,19 @@ impl fmt::Debug for PostgresUrl {
     }
 }
 
+/// The value of the `application` key in the `meta` table of every store.
+pub(crate) const APPLICATION: &str = "semclip";
+
+/// What a file holds, as far as opening it is concerned.
+pub(crate) enum Found {
+    /// A semclip store at this schema version (0: an empty database).
+    Version(u32),
+    /// A newer semclip's store.
+    TooNew(u32),
+    /// Some other application's database.
+    Foreign,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,8 +23,9 @@
 //!   added to the store without being added here fails the build's tests
 //!   rather than being left behind silently.
 
+use super::core::{Store, StoreError};
+use super::database::Database;
 use super::sql::{Arg, Db, DbError, Value};
-use super::{Database, Store, StoreError};
 
 /// The type of a copied column, for its NULLs and flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,9 +36,9 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
+use super::core::{Engine, Store, StoreError};
 use super::database::PostgresUrl;
 use super::sql::args;
-use super::{Engine, Store, StoreError};
 
 /// The `LISTEN`/`NOTIFY` channel of semclip's replicas.
 pub const CHANNEL: &str = "semclip";
@@ -86,7 +86,7 @@ impl Store {
         .map_err(|error| StoreError::Database {
             path: self.path.clone(),
             action: "encode a notice".to_owned(),
-            source: super::DbError::Setup(std::io::Error::other(error)),
+            source: super::sql::DbError::Setup(std::io::Error::other(error)),
         })?;
         self.db()
             // `execute`: pg_notify returns `void`, which no row type reads.

@@ -52,9 +52,8 @@ use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
-use super::database::PostgresUrl;
+use super::database::{APPLICATION, Found, PostgresUrl};
 use super::sql::{Db, DbError, Held, PgRuntime, PgSession, args};
-use super::{APPLICATION, Found};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.

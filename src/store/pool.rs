@@ -14,8 +14,11 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use crate::store::batch::SlotBack;
+use crate::store::core::{Recorded, Store, StoreError};
+use crate::store::database::Database;
 use crate::store::pg::{POOL_SIZE, PgPool};
-use crate::store::{CheckRecord, Database, Recorded, SlotBack, Store, StoreError};
+use crate::store::state::CheckRecord;
 
 /// The most check records written in one transaction ([`StorePool::record`]).
 pub const MAX_GROUP: usize = 64;

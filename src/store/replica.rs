@@ -26,8 +26,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
+use super::core::{Engine, Store, StoreError, from_millis, to_millis};
 use super::sql::args;
-use super::{Engine, Store, StoreError, from_millis, to_millis};
 
 /// How long after its last heartbeat a replica counts as live.
 pub const LIVE_FOR: Duration = Duration::from_secs(30);
@@ -279,7 +279,7 @@ impl Store {
     }
 
     /// A function making a [`StoreError::Database`] for `action`.
-    fn database_error(&self, action: &str) -> impl Fn(super::DbError) -> StoreError + use<> {
+    fn database_error(&self, action: &str) -> impl Fn(super::sql::DbError) -> StoreError + use<> {
         let path = self.path.clone();
         let action = action.to_owned();
         move |source| StoreError::Database {

@@ -10,8 +10,8 @@
 
 use std::time::SystemTime;
 
+use super::core::{Store, StoreError, from_millis, to_millis};
 use super::sql::{DbError, args};
-use super::{Store, StoreError, from_millis, to_millis};
 
 /// A stored jar.
 #[derive(Debug, Clone, PartialEq, Eq)]

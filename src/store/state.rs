@@ -21,10 +21,11 @@ use std::str::FromStr;
 use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
-use super::{
-    CheckWrite, CorruptionCause, LayoutEvent, Recorded, Retention, SnapshotBody, Store, StoreError,
-    change_rows, from_millis, to_millis, watch_error, write_check,
+use super::core::{
+    CheckWrite, CorruptionCause, Recorded, Retention, SnapshotBody, Store, StoreError, change_rows,
+    from_millis, to_millis, watch_error, write_check,
 };
+use super::event::LayoutEvent;
 use crate::diff::Change;
 use crate::store::sql::{Arg, Db, DbError, FromValue, Row, args};
 
@@ -360,7 +361,7 @@ pub(super) struct SnapshotRecord {
     pub(super) hash: String,
     /// The hierarchy, compressed (not looked at when the hash is unchanged).
     pub(super) compressed: Vec<u8>,
-    pub(super) format: super::SnapshotFormat,
+    pub(super) format: super::core::SnapshotFormat,
     /// Its uncompressed length.
     pub(super) size: usize,
     /// (kind, JSON body) of each change event.
@@ -614,10 +615,10 @@ impl Store {
         owner: &str,
         now: SystemTime,
         lease: Duration,
-    ) -> Result<(super::Claim, Option<CheckStart>), StoreError> {
-        if matches!(self.engine, super::Engine::Sqlite(_)) {
+    ) -> Result<(super::claim::Claim, Option<CheckStart>), StoreError> {
+        if matches!(self.engine, super::core::Engine::Sqlite(_)) {
             return Ok((
-                super::Claim::Mine { rerun_of: None },
+                super::claim::Claim::Mine { rerun_of: None },
                 Some(self.check_start(watch)?),
             ));
         }
@@ -633,7 +634,7 @@ impl Store {
             .map_err(err)?;
         let claim = super::claim::decide(watch, owner, now, claim.into_iter().next())?;
         let start = match claim {
-            super::Claim::Mine { .. } => check_start_of(watch, start)?,
+            super::claim::Claim::Mine { .. } => check_start_of(watch, start)?,
             _ => None,
         };
         Ok((claim, start))
@@ -850,8 +851,8 @@ impl Store {
         lease_until: SystemTime,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
         let lock = match self.engine {
-            super::Engine::Sqlite(_) => "",
-            super::Engine::Postgres(_) => "FOR UPDATE SKIP LOCKED",
+            super::core::Engine::Sqlite(_) => "",
+            super::core::Engine::Postgres(_) => "FOR UPDATE SKIP LOCKED",
         };
         let sql = format!(
             "UPDATE outbox SET next_attempt = ?3 WHERE id IN
@@ -961,7 +962,7 @@ impl Store {
     /// `now`, keeping each threshold's newest value; returns how many went.
     pub fn prune_values(
         &mut self,
-        retention: &super::Retention,
+        retention: &Retention,
         now: SystemTime,
     ) -> Result<usize, StoreError> {
         retention.validate()?;
