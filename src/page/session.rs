@@ -1036,7 +1036,11 @@ mod tests {
         assert_eq!(imported.skipped_lines, 5);
         assert_eq!(imported.skipped.len(), 1, "{:?}", imported.skipped);
         assert_eq!(imported.skipped[0].line, MAX_COOKIES + 1);
-        assert!(imported.skipped[0].message.starts_with("5 cookie(s) past the 3000"));
+        assert!(
+            imported.skipped[0]
+                .message
+                .starts_with("5 cookie(s) past the 3000")
+        );
     }
 
     #[test]

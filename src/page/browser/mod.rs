@@ -1257,7 +1257,16 @@ async fn load(
             .event_listener::<EventResponseReceived>()
             .await
             .map_err(protocol("listening for responses"))?;
-        let navigated = page.goto(req.url.as_str()).await.map(drop);
+        let navigated = tokio::select! {
+            navigated = page.goto(req.url.as_str()) => navigated.map(drop),
+            () = net.refused_navigation.notified() => {
+                net.loaded.store(true, Ordering::SeqCst);
+                return Err(BrowserError::Refused {
+                    reason: "the fence refused the page's own navigation".to_owned(),
+                    requests: lock(&net.log).clone(),
+                });
+            }
+        };
         net.loaded.store(true, Ordering::SeqCst);
         check_loaded(page, navigated, &net).await?;
         let main = page.mainframe().await.ok().flatten();

@@ -11,6 +11,11 @@ pub(super) struct Network {
     pub(super) log: Arc<Mutex<RequestLog>>,
     /// Set once the page's own navigation (and its redirects) is done.
     pub(super) loaded: Arc<AtomicBool>,
+    /// Told when the fence refuses the main frame's own navigation before
+    /// it is done (a watch URL redirecting to an internal address): the
+    /// driver does not always end the navigation then, and the render
+    /// would wait for its deadline.
+    pub(super) refused_navigation: Arc<tokio::sync::Notify>,
     /// The requests in flight and when the last one started or ended.
     pub(super) flight: Arc<Mutex<Flight>>,
     pub(super) task: JoinHandle<()>,
@@ -84,8 +89,10 @@ impl Network {
             last: Instant::now(),
         }));
         let loaded = Arc::new(AtomicBool::new(false));
+        let refused_navigation = Arc::new(tokio::sync::Notify::new());
         let judge = Judge {
             loaded: Arc::clone(&loaded),
+            refused_navigation: Arc::clone(&refused_navigation),
             page: page.clone(),
             fence: req.fence.clone(),
             watch: req.url.clone(),
@@ -114,6 +121,7 @@ impl Network {
         Ok(Network {
             log,
             loaded,
+            refused_navigation,
             flight,
             task,
         })
@@ -186,6 +194,7 @@ fn carries_credentials(name: &str) -> bool {
 /// The judge of one tab's paused requests.
 pub(super) struct Judge {
     pub(super) loaded: Arc<AtomicBool>,
+    pub(super) refused_navigation: Arc<tokio::sync::Notify>,
     pub(super) page: chromiumoxide::Page,
     pub(super) fence: Fence,
     pub(super) watch: Url,
@@ -250,13 +259,19 @@ impl Judge {
                 // (or the empty frame) stays, as when a navigation is
                 // cancelled, instead of being replaced by the browser's
                 // error page. Any other refusal is a network error.
-                let reason = if event.resource_type == ResourceType::Document
-                    && self.loaded.load(Ordering::SeqCst)
-                {
+                let document = event.resource_type == ResourceType::Document;
+                let reason = if document && self.loaded.load(Ordering::SeqCst) {
                     ErrorReason::Aborted
                 } else {
                     ErrorReason::AccessDenied
                 };
+                // The main frame's id is its target's.
+                if document
+                    && !self.loaded.load(Ordering::SeqCst)
+                    && event.frame_id.inner() == self.page.target_id().inner()
+                {
+                    self.refused_navigation.notify_one();
+                }
                 self.page
                     .execute(FailRequestParams::new(id, reason))
                     .await
