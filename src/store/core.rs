@@ -654,7 +654,7 @@ impl Store {
     /// for PostgreSQL, one connection to the database (which must exist),
     /// whose schema is created or migrated forward, or refused as for
     /// SQLite. A PostgreSQL store must be used from a thread that is not
-    /// running an async task (see [`pg`]).
+    /// running an async task (see [`super::pg`]).
     pub fn open_database(database: &Database) -> Result<Store, StoreError> {
         match database {
             Database::Sqlite(path) => Store::open(path),

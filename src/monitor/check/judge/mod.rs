@@ -77,10 +77,8 @@ fn same_bytes(status: &WatchStatus, body: &str, watch: &Watch, current: Option<&
 }
 
 /// The stored layout state of `watch` (read with its status, see
-/// [`stored_state`]); a missing or unreadable one (a store written by an
+/// `run::stored_state`); a missing or unreadable one (a store written by an
 /// older version, a damaged row) starts afresh.
-///
-/// [`stored_state`]: super::run::stored_state
 fn previous_layout(watch: &str, stored: Option<&str>) -> LayoutState {
     match stored {
         Some(json) => serde_json::from_str(json).unwrap_or_else(|error| {
@@ -131,9 +129,7 @@ pub(super) struct Work<'a> {
     /// The page showed the session logged out before any login.
     pub(super) needs_login: bool,
     /// The thresholds' stored states before this check (read with the
-    /// status, [`stored_state`]).
-    ///
-    /// [`stored_state`]: super::run::stored_state
+    /// status, `run::stored_state`).
     pub(super) stored_thresholds: Vec<ThresholdRecord>,
 }
 
