@@ -716,8 +716,12 @@ impl Default for Layout {
 pub struct Threshold {
     /// Unique within the watch.
     pub name: String,
-    /// XPath giving a node-set or a number (checked).
+    /// XPath giving a node-set or a number (checked); with `each`, the
+    /// records the threshold applies to.
     pub xpath: String,
+    /// A relative location path read on each record `xpath` selects: the
+    /// threshold is then judged per record, its state kept by record key.
+    pub each: Option<String>,
     /// Alarm when the value is above this.
     pub above: Option<f64>,
     /// Alarm when the value is below this.

@@ -963,8 +963,10 @@ pub(crate) enum RawMonitor {
 pub(crate) struct RawThreshold {
     /// Unique within the watch.
     pub name: Sp<String>,
-    /// XPath 1.0 giving a node-set (the numbers of the selected nodes) or a number.
+    /// XPath 1.0 giving a node-set (the numbers of the selected nodes) or a number. With `each`: the records (rows) the threshold applies to, one by one.
     pub xpath: Sp<String>,
+    /// A relative XPath read on each record `xpath` selects (e.g. `cell[@col='Price']/@num`): the threshold is judged per record, with its state kept by the record's key, so it alerts once for each record that crosses and once when that record returns.
+    pub each: Option<Sp<String>>,
     /// Alarm when the value is above this.
     pub above: Option<Sp<f64>>,
     /// Alarm when the value is below this.

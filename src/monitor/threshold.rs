@@ -142,6 +142,72 @@ pub fn read_on(ev: &Evaluator<'_>, xpath: &str) -> Result<Reading, XPathError> {
     read(ev.doc()?, xpath)
 }
 
+/// Most records one `each` threshold judges in a check: a list longer
+/// than this is judged on its first records only (in page order), so a
+/// page cannot make a check judge, store and alert without bound.
+pub const MAX_EACH: usize = 1000;
+
+/// One record of an `each` threshold and what its relative XPath gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordReading {
+    /// The record's key (a row's `key`; its `xpath` id when it has none).
+    pub key: String,
+    /// The number read within the record.
+    pub reading: Reading,
+}
+
+/// Reads an `each` threshold: the records `records` selects (at most
+/// [`MAX_EACH`], in document order) and, in each, the number the relative
+/// path `each` gives (read as [`read_on`] reads `RECORD/EACH`).
+/// `Ok(None)` when `records` selects no element.
+pub fn read_each(
+    ev: &Evaluator<'_>,
+    records: &str,
+    each: &str,
+) -> Result<Option<Vec<RecordReading>>, XPathError> {
+    let flat = ev.flat();
+    let found: Vec<(String, Option<String>)> = match flat.select(records) {
+        Some(hits) => hits
+            .iter()
+            .filter(|h| flat.element(h))
+            .take(MAX_EACH)
+            .map(|h| (flat.id(h), flat.attribute_of(h, "key").map(str::to_owned)))
+            .collect(),
+        None => {
+            let doc = ev.doc()?;
+            let XPathValue::Nodes(nodes) = doc.evaluate(records)? else {
+                return Ok(None);
+            };
+            let mut found = Vec::new();
+            for id in nodes
+                .into_iter()
+                .filter(|n| n.kind == NodeKind::Element)
+                .filter_map(|n| n.id)
+                .take(MAX_EACH)
+            {
+                let key = match doc.evaluate(&format!("string(({id})/@key)"))? {
+                    XPathValue::String(k) if !k.is_empty() => Some(k),
+                    _ => None,
+                };
+                found.push((id, key));
+            }
+            found
+        }
+    };
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(found.len());
+    for (id, key) in found {
+        let reading = read_on(ev, &format!("{id}/{each}"))?;
+        out.push(RecordReading {
+            key: key.unwrap_or(id),
+            reading,
+        });
+    }
+    Ok(Some(out))
+}
+
 /// A string as a number: plain (`301.5`, what `num` attributes hold) or as
 /// a page writes it (`1 234,56`, `-1,2%`).
 fn number(text: &str) -> Option<f64> {

@@ -681,6 +681,7 @@ mod tests {
             summary: "Prix €".to_owned(),
             threshold: None,
             changes: Vec::new(),
+            records: Vec::new(),
             error: None,
             failures: None,
         }

@@ -438,6 +438,7 @@ mod tests {
                     text: format!("update T / row {i}: 1 -> 2"),
                 })
                 .collect(),
+            records: Vec::new(),
             error: None,
             failures: None,
         }

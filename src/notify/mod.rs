@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::config::{NotifierConfig, SmtpConfig};
+use crate::diff::{Field, RecordChangeKind};
 
 pub use channel::ChannelNotifier;
 pub use email::EmailNotifier;
@@ -54,6 +55,11 @@ pub struct Alert {
     /// For `changed` alerts (and digests): the changes in data terms.
     #[serde(default)]
     pub changes: Vec<ChangeLine>,
+    /// For `changed` alerts: the records (keyed rows of tables and
+    /// `extract: records` lists) that came, went or changed, one object
+    /// each; `changes` still lists every change.
+    #[serde(default)]
+    pub records: Vec<RecordLine>,
     /// For `failing`: the last error.
     #[serde(default)]
     pub error: Option<String>,
@@ -132,6 +138,27 @@ pub struct ChangeLine {
     pub path: String,
     /// The whole line as `semclip diff` prints it.
     pub text: String,
+}
+
+/// One record that came, went or changed, in a `changed` alert: its
+/// identity, its fields before and after, and its changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordLine {
+    /// `added`, `removed` or `changed`.
+    pub kind: RecordChangeKind,
+    /// The `xpath` id of the table or list holding the record.
+    pub table: String,
+    /// The record's key: its identity in that table.
+    pub key: String,
+    /// Its fields before the check (empty for an added record).
+    pub before: Vec<Field>,
+    /// Its fields after the check (empty for a removed record).
+    pub after: Vec<Field>,
+    /// The record as one line: `new: Senior Rust engineer (Berlin,
+    /// €90,000)`.
+    pub text: String,
+    /// Its changes, as in `changes`.
+    pub changes: Vec<ChangeLine>,
 }
 
 /// A notifier that cannot be built from its configuration.

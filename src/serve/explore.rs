@@ -661,6 +661,7 @@ mod tests {
             new_num: None,
             delta: None,
             size: None,
+            record: None,
         };
         let d = detail(3, &Event::Change(change), None, None);
         assert!(d.row.is_none());

@@ -2,11 +2,15 @@
 //! `/feeds/{watch}.atom`, and `/feeds/{watch}/{clip}.atom` (the changes
 //! that touch what the clip selects now).
 //!
-//! Takes the stored change events; gives one entry per check that found
-//! changes (the events of one snapshot), newest first, at most
-//! [`ENTRIES`]. Each entry lists its changes in data terms, as
-//! `semclip diff` prints them, in a text summary and an XHTML-free HTML list
-//! (escaped: the values come from foreign pages). Entry ids are stable
+//! Takes the stored change events; gives, for each check that found
+//! changes (the events of one snapshot), one entry per record that came,
+//! went or changed (a keyed row of a table or `extract: records` list:
+//! `jobs: new: Senior Rust engineer (Berlin, €90,000)`, see
+//! [`crate::diff::record`]) and one entry for the check's other changes
+//! (`jobs: 3 changes`); newest first, at most [`ENTRIES`]. Each entry lists
+//! its changes in data terms, as `semclip diff` prints them (an added or
+//! removed record: its fields), in a text summary and an XHTML-free HTML
+//! list (escaped: the values come from foreign pages). Entry ids are stable
 //! `tag:` URIs, so a feed reader never shows an entry twice.
 //!
 //! Layout events (kind `layout`: something the watch depends on moved or
@@ -30,6 +34,7 @@ use super::auth::Need;
 use super::clip::ClipKey;
 use super::clips::clip_data;
 use super::error::{Error, Form, require};
+use crate::diff::{Change, Field, RecordChangeKind, by_record};
 use crate::store::{EventRecord, LAYOUT};
 
 /// Entries per feed.
@@ -68,48 +73,113 @@ fn entries_of(
         };
         groups.entry(key).or_default().push(e);
     }
-    let mut out: Vec<(SystemTime, Entry)> = groups
-        .into_values()
-        .filter_map(|group| {
-            let first = group.first()?;
-            let at = first.at;
-            let lines: Vec<String> = group.iter().map(|e| e.event.line()).collect();
-            let mut entry = Entry::default();
-            entry.set_id(format!(
-                "tag:semclip,2026:{}/{}",
-                percent_encoding::utf8_percent_encode(watch, percent_encoding::NON_ALPHANUMERIC),
-                first.id
+    let mut out: Vec<(SystemTime, Entry)> = Vec::new();
+    for group in groups.into_values() {
+        let Some(first) = group.first() else { continue };
+        if first.event.is_layout() {
+            let lines = group.iter().map(|e| e.event.line()).collect();
+            out.push(entry(
+                server,
+                watch,
+                first,
+                format!("{watch}: layout changed"),
+                LAYOUT,
+                lines,
             ));
-            let layout = first.event.is_layout();
-            entry.set_title(Text::plain(if layout {
-                format!("{watch}: layout changed")
-            } else {
-                format!(
-                    "{watch}: {} change{}",
-                    lines.len(),
-                    if lines.len() == 1 { "" } else { "s" }
-                )
-            }));
-            let mut category = Category::default();
-            category.set_term(if layout { LAYOUT } else { "change" });
-            entry.set_categories(vec![category]);
-            entry.set_updated(time(at));
-            entry.set_summary(Some(Text::plain(lines.join("\n"))));
-            entry.set_content(Some(content(&lines)));
-            let mut link = Link::default();
-            // The change view shows the check's changes side by side.
-            link.set_href(format!(
-                "{}{}",
-                server.base(),
-                super::pages::change_href(&super::pages::seg(watch), first.id)
-            ));
-            link.set_rel("alternate");
-            entry.set_links(vec![link]);
-            Some((at, entry))
-        })
-        .collect();
+            continue;
+        }
+        out.extend(check_entries(server, watch, &group));
+    }
     out.sort_by_key(|e| std::cmp::Reverse(e.0));
     out
+}
+
+/// The entries of one check's data changes: one per record that came,
+/// went or changed (`jobs: new: Senior Rust engineer (Berlin, €90,000)`),
+/// and one for the changes that lie in no record (`jobs: 3 changes`).
+/// Each entry's id is that of its first change event, so an entry keeps
+/// its id however often the feed is read, and a check's entry of older
+/// stores (whose changes carry no record) keeps the id it always had.
+fn check_entries(server: &Server, watch: &str, group: &[EventRecord]) -> Vec<(SystemTime, Entry)> {
+    let (events, changes): (Vec<&EventRecord>, Vec<Change>) = group
+        .iter()
+        .filter_map(|e| Some((e, e.event.change()?.clone())))
+        .unzip();
+    let (records, plain) = by_record(&changes);
+    let mut out = Vec::with_capacity(records.len() + 1);
+    for r in &records {
+        let lines = match r.kind {
+            RecordChangeKind::Changed => r.changes.iter().map(|c| c.line()).collect(),
+            RecordChangeKind::Added => field_lines(&r.after()),
+            RecordChangeKind::Removed => field_lines(&r.before()),
+        };
+        let title = format!("{watch}: {}", r.line());
+        out.push(entry(
+            server,
+            watch,
+            events[r.first],
+            title,
+            "change",
+            lines,
+        ));
+    }
+    if let Some(&first) = plain.first() {
+        let n = plain.len();
+        let lines = plain.iter().map(|&i| changes[i].line()).collect();
+        let title = format!("{watch}: {n} change{}", if n == 1 { "" } else { "s" });
+        out.push(entry(server, watch, events[first], title, "change", lines));
+    }
+    out
+}
+
+/// A record's fields as lines: `salary: €90,000`.
+fn field_lines(fields: &[Field]) -> Vec<String> {
+    fields
+        .iter()
+        .map(|f| {
+            if f.name.is_empty() {
+                f.value.clone()
+            } else {
+                format!("{}: {}", f.name, f.value)
+            }
+        })
+        .collect()
+}
+
+/// One entry: its id from `first` (the first event it shows), linking to
+/// the change view of that event's check.
+fn entry(
+    server: &Server,
+    watch: &str,
+    first: &EventRecord,
+    title: String,
+    category: &str,
+    lines: Vec<String>,
+) -> (SystemTime, Entry) {
+    let mut entry = Entry::default();
+    entry.set_id(format!(
+        "tag:semclip,2026:{}/{}",
+        percent_encoding::utf8_percent_encode(watch, percent_encoding::NON_ALPHANUMERIC),
+        first.id
+    ));
+    entry.set_title(Text::plain(title));
+    let mut term = Category::default();
+    term.set_term(category);
+    entry.set_categories(vec![term]);
+    entry.set_updated(time(first.at));
+    entry.set_summary(Some(Text::plain(lines.join("\n"))));
+    entry.set_content(Some(content(&lines)));
+    let mut link = Link::default();
+    // The change view shows the check's changes side by side, this
+    // entry's first one marked.
+    link.set_href(format!(
+        "{}{}",
+        server.base(),
+        super::pages::change_href(&super::pages::seg(watch), first.id)
+    ));
+    link.set_rel("alternate");
+    entry.set_links(vec![link]);
+    (first.at, entry)
 }
 
 /// An entry's HTML content: its lines as a list, escaped by maud (the

@@ -324,6 +324,13 @@ impl<'h> Flat<'h> {
         labels.join(" / ")
     }
 
+    /// The value of attribute `name` of the element a hit belongs to (a
+    /// row's `key`, a cell's `col`).
+    pub fn attribute_of(&self, hit: &Hit, name: &str) -> Option<&str> {
+        let (Hit::Element(i) | Hit::Attribute(i, _)) = hit;
+        self.attribute(*i, name)
+    }
+
     /// Whether `i` is an element (not the document node).
     pub fn element(&self, hit: &Hit) -> bool {
         matches!(hit, Hit::Element(i) if self.is_element(*i))

@@ -37,6 +37,7 @@ mod migrate;
 mod notify;
 mod pg;
 mod props;
+mod record_changes;
 mod records;
 mod refresh;
 mod region;

@@ -38,6 +38,7 @@ pub(crate) fn threshold_alert(id: &str) -> Alert {
             node: Some("/page/table[1]/row[3]/cell[2]".to_owned()),
         }),
         changes: Vec::new(),
+        records: Vec::new(),
         error: None,
         failures: None,
     }
@@ -65,6 +66,7 @@ pub(crate) fn changed_alert(id: &str) -> Alert {
                 text: "insert Shares / NVTK: <b>new</b> row".to_owned(),
             },
         ],
+        records: Vec::new(),
         error: None,
         failures: None,
     }
@@ -81,6 +83,7 @@ fn failing_alert(id: &str) -> Alert {
         summary: "gazp failing: 3 checks in a row".to_owned(),
         threshold: None,
         changes: Vec::new(),
+        records: Vec::new(),
         error: Some("HTTP 503 Service Unavailable".to_owned()),
         failures: Some(3),
     }

@@ -347,7 +347,8 @@ fn threshold(
 ) -> Option<Threshold> {
     let r = &t.value;
     let xpath_path = join(path, "xpath");
-    if let Some(ty) = cx.xpath(&r.xpath, &xpath_path)
+    let ty = cx.xpath(&r.xpath, &xpath_path);
+    if let Some(ty) = ty
         && !matches!(ty, XPathType::NodeSet | XPathType::Number)
     {
         cx.err(
@@ -355,7 +356,22 @@ fn threshold(
             &xpath_path,
             format!("a threshold XPath must give a node-set or a number, this one gives a {ty}"),
         );
+    } else if let Some(ty) = ty
+        && r.each.is_some()
+        && ty != XPathType::NodeSet
+    {
+        cx.err(
+            r.xpath.at,
+            &xpath_path,
+            format!(
+                "with `each`, the XPath must select the records (a node-set), this one gives a {ty}"
+            ),
+        );
     }
+    let each = r
+        .each
+        .as_ref()
+        .and_then(|e| each(e, &join(path, "each"), cx));
     let above = finite(r.above.as_ref(), &join(path, "above"), cx);
     let below = finite(r.below.as_ref(), &join(path, "below"), cx);
     let outside = r.outside.as_ref().and_then(|o| {
@@ -422,6 +438,7 @@ fn threshold(
     Some(Threshold {
         name: r.name.value.clone(),
         xpath: r.xpath.value.clone(),
+        each,
         above,
         below,
         outside,
@@ -430,6 +447,34 @@ fn threshold(
         notify,
         on_return: r.on_return.as_ref().is_none_or(|o| o.value),
     })
+}
+
+/// A threshold's `each`: one relative location path (it is read as
+/// `RECORD/EACH` on every record, so an absolute path, a union or a
+/// non-path expression would not mean "within the record").
+fn each(e: &Sp<String>, path: &str, cx: &mut Ctx) -> Option<String> {
+    let text = e.value.trim();
+    let ty = cx.xpath(e, path)?;
+    let problem = if text.starts_with('/') {
+        Some("must be relative to the record (no leading `/`)")
+    } else if text.contains('|') {
+        Some("must be one path, not a union")
+    } else if ty != XPathType::NodeSet {
+        Some("must select nodes within the record")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            cx.err(
+                e.at,
+                path,
+                format!("{p}, e.g. `cell[@col='Price']/@num`; got `{text}`"),
+            );
+            None
+        }
+        None => Some(text.to_owned()),
+    }
 }
 
 fn finite(v: Option<&Sp<f64>>, path: &str, cx: &mut Ctx) -> Option<f64> {

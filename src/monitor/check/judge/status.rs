@@ -34,6 +34,7 @@ impl Work<'_> {
             summary,
             threshold: None,
             changes: Vec::new(),
+            records: Vec::new(),
             error: None,
             failures: None,
         }

@@ -42,6 +42,10 @@ use serde::{Deserialize, Serialize};
 use crate::hierarchy::text::short_label;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
 
+pub mod record;
+
+pub use record::{Field, RecordChange, RecordChangeKind, RecordOf, by_record};
+
 /// No node (the root's parent).
 const NONE: u32 = u32::MAX;
 
@@ -102,9 +106,9 @@ struct LabelTree<'h> {
 /// the diff).
 #[derive(Debug, Clone, Copy)]
 struct HRef<'h> {
-    /// The node's id as the hierarchy holds it: empty when its ids were
-    /// not derived.
-    xpath: &'h str,
+    /// The node (its `xpath` is empty when the hierarchy's ids were not
+    /// derived).
+    node: &'h HNode,
     /// The parent's entry (`NONE` for a child of the root).
     parent: u32,
     /// The node's index among its parent's children.
@@ -365,7 +369,7 @@ impl<'h> LabelTree<'h> {
             }
             let me = index(self.hnodes.len());
             self.hnodes.push(HRef {
-                xpath: &n.xpath,
+                node: n,
                 parent: hparent,
                 child: index(k),
             });
@@ -452,8 +456,8 @@ impl<'h> LabelTree<'h> {
         let Some(r) = self.hnodes.get(hnode as usize) else {
             return "/page".to_string();
         };
-        if !r.xpath.is_empty() {
-            return r.xpath.to_string();
+        if !r.node.xpath.is_empty() {
+            return r.node.xpath.clone();
         }
         let mut path = Vec::new();
         let mut at = hnode;
@@ -470,7 +474,7 @@ impl<'h> LabelTree<'h> {
     fn same_id(&self, x: u32, y: u32) -> bool {
         x == y
             || match (self.hnodes.get(x as usize), self.hnodes.get(y as usize)) {
-                (Some(a), Some(b)) => !a.xpath.is_empty() && a.xpath == b.xpath,
+                (Some(a), Some(b)) => !a.node.xpath.is_empty() && a.node.xpath == b.node.xpath,
                 _ => false,
             }
     }
@@ -639,6 +643,11 @@ pub struct Change {
     /// `context` is then what those rows share).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
+    /// The record (a keyed table row) the change lies in, with its fields:
+    /// what groups a check's changes by record ([`record::by_record`]).
+    /// Absent outside keyed rows, and in changes stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordOf>,
 }
 
 /// The weighted difference δ of two branches (docs/algorithms.md,
@@ -1002,6 +1011,7 @@ fn node_change(tree: &LabelTree<'_>, n: u32, kind: ChangeKind, size: Option<usiz
         new_num: None,
         delta: None,
         size,
+        record: record::of(tree, tree.node(n).hnode),
     }
 }
 
@@ -1256,6 +1266,7 @@ fn renames(a: &LabelTree<'_>, b: &LabelTree<'_>, ra: &[u32], rb: &[u32]) -> Vec<
                     new_num: None,
                     delta: None,
                     size: None,
+                    record: record::of(b, b.node(new).hnode),
                 },
             });
         }
@@ -1358,6 +1369,7 @@ fn pair_change(p: &Pair<'_>, oi: u32, ni: u32, kind: ChangeKind) -> Change {
         new_num,
         delta,
         size: None,
+        record: record::of(&p.b, n.hnode),
     }
 }
 
@@ -1563,6 +1575,7 @@ mod tests {
             new_num: None,
             delta: None,
             size: None,
+            record: None,
         }
     }
 
