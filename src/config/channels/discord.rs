@@ -28,10 +28,8 @@ impl ChannelKind for Discord {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Discord, String>> {
-        Self::SCHEMES
-            .contains(&p.scheme.as_str())
-            .then(|| discord(p))
+    fn from_url(p: &Parts) -> Result<Discord, String> {
+        discord(p)
     }
 }
 

@@ -61,10 +61,8 @@ impl ChannelKind for Gotify {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Gotify, String>> {
-        Self::SCHEMES
-            .contains(&p.scheme.as_str())
-            .then(|| gotify(p))
+    fn from_url(p: &Parts) -> Result<Gotify, String> {
+        gotify(p)
     }
 }
 

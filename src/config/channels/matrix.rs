@@ -74,10 +74,8 @@ impl ChannelKind for Matrix {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Matrix, String>> {
-        Self::SCHEMES
-            .contains(&p.scheme.as_str())
-            .then(|| matrix(p))
+    fn from_url(p: &Parts) -> Result<Matrix, String> {
+        matrix(p)
     }
 }
 

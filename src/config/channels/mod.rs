@@ -60,7 +60,9 @@ trait ChannelKind: Sized {
     const NAME: &'static str;
     /// The Apprise URL schemes the unknown-scheme message lists for it.
     const SCHEMES: &'static [&'static str];
-    /// Its raw form, as written under [`Self::NAME`].
+    /// Other schemes it reads, unlisted.
+    const ALIASES: &'static [&'static str] = &[];
+    /// Its raw form, as written under its `NAME`.
     type Raw;
 
     /// The validated channel, or `None` after reporting its problems; `p`
@@ -70,9 +72,9 @@ trait ChannelKind: Sized {
     /// The raw form's `timeout`.
     fn timeout(raw: &Self::Raw) -> Option<&Sp<String>>;
 
-    /// The channel an Apprise URL names, `None` when its scheme is not this
-    /// service's. An error never repeats the URL (see [`apprise`]).
-    fn from_url(p: &Parts) -> Option<Result<Self, String>>;
+    /// The channel an Apprise URL of one of its schemes names. An error
+    /// never repeats the URL (see [`apprise`]).
+    fn from_url(p: &Parts) -> Result<Self, String>;
 
     /// Whether the configuration holds a credential (and so must not be
     /// written inline in the daemon file).
@@ -219,8 +221,11 @@ macro_rules! channels {
 
         /// The channel of the unit whose scheme `p` has, if any.
         fn of_url(p: &Parts) -> Option<Result<Channel, String>> {
-            $(if let Some(c) = <$unit::$kind as ChannelKind>::from_url(p) {
-                return Some(c.map(Channel::$variant));
+            let scheme = p.scheme.as_str();
+            $(if <$unit::$kind as ChannelKind>::SCHEMES.contains(&scheme)
+                || <$unit::$kind as ChannelKind>::ALIASES.contains(&scheme)
+            {
+                return Some(<$unit::$kind as ChannelKind>::from_url(p).map(Channel::$variant));
             })+
             None
         }

@@ -147,8 +147,8 @@ impl ChannelKind for Ntfy {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Ntfy, String>> {
-        Self::SCHEMES.contains(&p.scheme.as_str()).then(|| ntfy(p))
+    fn from_url(p: &Parts) -> Result<Ntfy, String> {
+        ntfy(p)
     }
 
     /// Only with a token or a password: a public topic needs none.

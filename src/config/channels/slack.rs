@@ -28,8 +28,8 @@ impl ChannelKind for Slack {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Slack, String>> {
-        Self::SCHEMES.contains(&p.scheme.as_str()).then(|| slack(p))
+    fn from_url(p: &Parts) -> Result<Slack, String> {
+        slack(p)
     }
 }
 

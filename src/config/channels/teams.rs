@@ -19,6 +19,8 @@ pub struct Teams {
 impl ChannelKind for Teams {
     const NAME: &'static str = "teams";
     const SCHEMES: &'static [&'static str] = &["workflows"];
+    /// `workflow`, and `msteams` to say what replaced it.
+    const ALIASES: &'static [&'static str] = &["workflow", "msteams"];
     type Raw = RawHookChannel;
 
     fn check(raw: &RawHookChannel, p: &str, cx: &mut Ctx) -> Option<Teams> {
@@ -29,16 +31,15 @@ impl ChannelKind for Teams {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Teams, String>> {
-        match p.scheme.as_str() {
-            "workflows" | "workflow" => Some(workflows(p)),
-            "msteams" => Some(Err(
+    fn from_url(p: &Parts) -> Result<Teams, String> {
+        if p.scheme == "msteams" {
+            return Err(
                 "msteams:// is Teams' retired Office 365 connector: create a \
              Workflows webhook and write workflows://HOST/WORKFLOW/SIGNATURE (or teams: {url: ...})"
                     .to_owned(),
-            )),
-            _ => None,
+            );
         }
+        workflows(p)
     }
 }
 

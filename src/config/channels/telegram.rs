@@ -127,8 +127,8 @@ impl ChannelKind for Telegram {
         raw.timeout.as_ref()
     }
 
-    fn from_url(p: &Parts) -> Option<Result<Telegram, String>> {
-        Self::SCHEMES.contains(&p.scheme.as_str()).then(|| tgram(p))
+    fn from_url(p: &Parts) -> Result<Telegram, String> {
+        tgram(p)
     }
 }
 
