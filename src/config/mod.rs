@@ -24,13 +24,14 @@
 //! watch outside the file roots, or (with `fetch.trust_watch_urls: false`) a
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
-mod apprise;
+pub mod channels;
 mod lenient;
 mod raw;
 pub mod schedule;
 pub mod starter;
 mod tree;
 mod validate;
+mod value;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -52,6 +53,7 @@ pub use crate::page::session::{FormField, LoginForm};
 pub use crate::store::Database;
 use crate::store::Retention;
 
+pub use channels::{Channel, ChannelConfig, NtfyAuth};
 pub use raw::{daemon_schema, watch_schema};
 
 /// The largest secret file accepted: 64 KiB (a key or token is far
@@ -206,111 +208,6 @@ pub enum NotifierConfig {
     /// A chat or push service (Slack, Teams, Discord, Telegram, Matrix, ntfy,
     /// Gotify), written out or as an Apprise-style URL.
     Channel(ChannelConfig),
-}
-
-/// A chat or push notifier: the service and its request timeout.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChannelConfig {
-    /// Where messages go.
-    pub channel: Channel,
-    /// Request timeout (default 10s).
-    pub timeout: Duration,
-}
-
-/// A chat or push service and what it needs to post a message.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Channel {
-    /// A Slack incoming webhook (the whole URL is the credential).
-    Slack {
-        /// `https://hooks.slack.com/services/...`.
-        url: SecretUrl,
-    },
-    /// A Microsoft Teams workflow ("Post to a channel when a webhook request
-    /// is received"); the URL carries its signature.
-    Teams {
-        /// The workflow's HTTP trigger URL.
-        url: SecretUrl,
-    },
-    /// A Discord channel webhook (the URL carries its token).
-    Discord {
-        /// `https://discord.com/api/webhooks/ID/TOKEN`.
-        url: SecretUrl,
-    },
-    /// A Telegram bot posting to one chat.
-    Telegram {
-        /// The Bot API base (default `https://api.telegram.org`).
-        api_url: Url,
-        /// The bot token from @BotFather.
-        token: Secret,
-        /// The chat: a numeric id or `@channelname`.
-        chat_id: String,
-    },
-    /// A Matrix room, posted to with an access token.
-    Matrix {
-        /// The homeserver's client-server API base.
-        server: Url,
-        /// `!roomid:server`, or an alias `#room:server` (resolved once).
-        room: String,
-        /// The access token.
-        token: Secret,
-    },
-    /// An ntfy topic.
-    Ntfy {
-        /// The ntfy server (default `https://ntfy.sh`).
-        server: Url,
-        /// The topic.
-        topic: String,
-        /// Access token or user and password, if the topic needs one.
-        auth: Option<NtfyAuth>,
-        /// Priority 1 to 5; `None`: 4 for alarms, 3 otherwise.
-        priority: Option<u8>,
-        /// Extra tags (ntfy shows known ones as emojis).
-        tags: Vec<String>,
-    },
-    /// A Gotify application.
-    Gotify {
-        /// The Gotify server.
-        server: Url,
-        /// The application token.
-        token: Secret,
-        /// Priority 0 to 10; `None`: 8 for alarms, 5 otherwise.
-        priority: Option<u8>,
-    },
-}
-
-impl Channel {
-    /// The kind as written in the daemon file (`slack`, `teams`, ...).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Channel::Slack { .. } => "slack",
-            Channel::Teams { .. } => "teams",
-            Channel::Discord { .. } => "discord",
-            Channel::Telegram { .. } => "telegram",
-            Channel::Matrix { .. } => "matrix",
-            Channel::Ntfy { .. } => "ntfy",
-            Channel::Gotify { .. } => "gotify",
-        }
-    }
-
-    /// Whether the configuration holds a credential (and so must not be
-    /// written inline in the daemon file).
-    pub fn has_credential(&self) -> bool {
-        !matches!(self, Channel::Ntfy { auth: None, .. })
-    }
-}
-
-/// How an ntfy client logs in.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NtfyAuth {
-    /// `Authorization: Bearer TOKEN` (an ntfy access token, `tk_...`).
-    Token(Secret),
-    /// `Authorization: Basic ...`.
-    Basic {
-        /// The user name.
-        username: String,
-        /// The password.
-        password: Secret,
-    },
 }
 
 /// A URL that is itself a credential (a webhook URL with a token in its

@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::MessageFormatter;
 
 use super::Diagnostic;
-use super::raw::{Pos, Sp};
+use super::value::{Pos, Sp};
 
 /// The path of the file as a whole.
 pub(crate) const DOCUMENT: &str = "(document)";

@@ -8,7 +8,7 @@
 //! alerts of one watch. Delivery does not retry: a [`DeliveryError`] says
 //! whether retrying later can help, and the outbox decides.
 
-mod channel;
+mod channels;
 mod email;
 mod file;
 mod format;
@@ -22,7 +22,7 @@ use url::Url;
 use crate::config::{NotifierConfig, SmtpConfig};
 use crate::diff::{Field, RecordChangeKind};
 
-pub use channel::ChannelNotifier;
+pub use channels::ChannelNotifier;
 pub use email::EmailNotifier;
 pub use file::FileNotifier;
 pub use webhook::WebhookNotifier;

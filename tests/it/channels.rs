@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use semclip::config::channels::{Discord, Gotify, Matrix, Ntfy, Slack, Teams, Telegram};
 use semclip::config::{Channel, ChannelConfig, NotifierConfig, NtfyAuth, Secret, SecretUrl};
 use semclip::notify::{Alert, DeliveryError, Notifier};
 use serde_json::{Value, json};
@@ -261,9 +262,9 @@ fn slack_service(request: &ReceivedRequest, mode: Mode) -> Answer {
 async fn slack_posts_blocks_to_the_incoming_webhook() {
     let service = Service::start(slack_service).await;
     let hook = service.url("/services/T0001/B0002/XXXX");
-    let notifier = notifier(Channel::Slack {
+    let notifier = notifier(Channel::Slack(Slack {
         url: SecretUrl::new(hook),
-    });
+    }));
     notifier.deliver(&digest()).await.expect("delivered");
 
     let requests = service.requests();
@@ -377,9 +378,9 @@ async fn teams_posts_an_adaptive_card_to_the_workflow() {
         .append_pair("sp", "/triggers/manual/run")
         .append_pair("sv", "1.0")
         .append_pair("sig", "s1gn4ture");
-    let notifier = notifier(Channel::Teams {
+    let notifier = notifier(Channel::Teams(Teams {
         url: SecretUrl::new(hook),
-    });
+    }));
     notifier.deliver(&digest()).await.expect("delivered");
 
     let requests = service.requests();
@@ -464,9 +465,9 @@ fn discord_service(request: &ReceivedRequest, mode: Mode) -> Answer {
 async fn discord_posts_content_within_its_limit() {
     let service = Service::start(discord_service).await;
     let hook = service.url("/api/webhooks/1122334455/d1sc0rd-t0ken?wait=true");
-    let notifier = notifier(Channel::Discord {
+    let notifier = notifier(Channel::Discord(Discord {
         url: SecretUrl::new(hook),
-    });
+    }));
     notifier.deliver(&digest()).await.expect("delivered");
     let requests = service.requests();
     assert_eq!(requests.len(), 1);
@@ -596,11 +597,11 @@ fn html_is_balanced(text: &str) -> bool {
 }
 
 fn telegram_channel(service: &Service) -> Channel {
-    Channel::Telegram {
+    Channel::Telegram(Telegram {
         api_url: service.base.clone(),
         token: Secret::new(TG_TOKEN),
         chat_id: "-1001234567890".to_owned(),
-    }
+    })
 }
 
 #[tokio::test]
@@ -726,11 +727,11 @@ fn matrix_service() -> impl Fn(&ReceivedRequest, Mode) -> Answer + Send + Sync +
 #[tokio::test]
 async fn matrix_puts_an_event_with_the_delivery_id_as_transaction() {
     let service = Service::start(matrix_service()).await;
-    let notifier = notifier(Channel::Matrix {
+    let notifier = notifier(Channel::Matrix(Matrix {
         server: service.base.clone(),
         room: "#ops:matrix.example.org".to_owned(),
         token: Secret::new(MATRIX_TOKEN),
-    });
+    }));
     let one = [threshold_alert("alert-17")];
     notifier.deliver(&one).await.expect("delivered");
     notifier.deliver(&one).await.expect("a retry is accepted");
@@ -830,7 +831,7 @@ async fn ntfy_publishes_to_the_topic_with_headers() {
     );
     let basic: &'static str = Box::leak(basic.into_boxed_str());
     let service = Service::start(ntfy_service(basic)).await;
-    let notifier = notifier(Channel::Ntfy {
+    let notifier = notifier(Channel::Ntfy(Ntfy {
         server: service.base.clone(),
         topic: "semclip-ops".to_owned(),
         auth: Some(NtfyAuth::Basic {
@@ -839,7 +840,7 @@ async fn ntfy_publishes_to_the_topic_with_headers() {
         }),
         priority: None,
         tags: vec!["chart".to_owned()],
-    });
+    }));
     notifier.deliver(&digest()).await.expect("delivered");
     let requests = service.requests();
     assert_eq!(requests.len(), 1);
@@ -869,13 +870,13 @@ async fn ntfy_publishes_to_the_topic_with_headers() {
 #[tokio::test]
 async fn ntfy_with_a_token_sends_a_bearer_and_a_quiet_priority() {
     let service = Service::start(ntfy_service("Bearer tk_ntfytoken")).await;
-    let notifier = notifier(Channel::Ntfy {
+    let notifier = notifier(Channel::Ntfy(Ntfy {
         server: service.base.clone(),
         topic: "semclip-ops".to_owned(),
         auth: Some(NtfyAuth::Token(Secret::new("tk_ntfytoken"))),
         priority: None,
         tags: Vec::new(),
-    });
+    }));
     let mut alert = changed_alert("c-1");
     alert.summary = "Prix € changed".to_owned();
     notifier.deliver(&[alert]).await.expect("delivered");
@@ -932,11 +933,11 @@ fn gotify_service(request: &ReceivedRequest, mode: Mode) -> Answer {
 #[tokio::test]
 async fn gotify_posts_markdown_with_a_click_url() {
     let service = Service::start(gotify_service).await;
-    let notifier = notifier(Channel::Gotify {
+    let notifier = notifier(Channel::Gotify(Gotify {
         server: service.url("/gotify/"),
         token: Secret::new("AppT0kenGotify"),
         priority: None,
-    });
+    }));
     notifier.deliver(&digest()).await.expect("delivered");
     let requests = service.requests();
     assert_eq!(requests.len(), 1);
@@ -969,11 +970,11 @@ async fn gotify_posts_markdown_with_a_click_url() {
 async fn without_a_public_url_messages_link_to_the_page() {
     let service = Service::start(gotify_service).await;
     let cfg = NotifierConfig::Channel(ChannelConfig {
-        channel: Channel::Gotify {
+        channel: Channel::Gotify(Gotify {
             server: service.url("/gotify/"),
             token: Secret::new("AppT0kenGotify"),
             priority: Some(2),
-        },
+        }),
         timeout: Duration::from_secs(10),
     });
     let notifier =
@@ -1092,11 +1093,11 @@ fn channel_notifiers_load_from_the_daemon_file() {
     let NotifierConfig::Channel(tg) = &n["tg"] else {
         panic!("tg: {:?}", n["tg"])
     };
-    let Channel::Telegram {
+    let Channel::Telegram(Telegram {
         token,
         chat_id,
         api_url,
-    } = &tg.channel
+    }) = &tg.channel
     else {
         panic!("{tg:?}")
     };
@@ -1107,14 +1108,14 @@ fn channel_notifiers_load_from_the_daemon_file() {
         panic!("phone")
     };
     assert!(
-        matches!(&phone.channel, Channel::Ntfy { topic, priority: Some(4), auth: None, .. } if topic == "semclip-ops"),
+        matches!(&phone.channel, Channel::Ntfy(Ntfy { topic, priority: Some(4), auth: None, .. }) if topic == "semclip-ops"),
         "{phone:?}"
     );
     let NotifierConfig::Channel(hook) = &n["hook"] else {
         panic!("hook")
     };
     assert_eq!(hook.timeout, Duration::from_secs(3));
-    let Channel::Slack { url } = &hook.channel else {
+    let Channel::Slack(Slack { url }) = &hook.channel else {
         panic!("{hook:?}")
     };
     assert_eq!(url.expose().path(), "/services/T/B/C");
@@ -1122,10 +1123,10 @@ fn channel_notifiers_load_from_the_daemon_file() {
         matches!(
             &n["push"],
             NotifierConfig::Channel(ChannelConfig {
-                channel: Channel::Gotify {
+                channel: Channel::Gotify(Gotify {
                     priority: Some(10),
                     ..
-                },
+                }),
                 ..
             })
         ),
@@ -1182,20 +1183,20 @@ async fn the_outbox_gives_up_on_refusals_at_once_and_waits_as_asked() {
             .expect("queued");
     }
     let stores = Arc::new(StorePool::open(semclip::store::Database::Sqlite(path)).expect("pool"));
-    let revoked = notifier(Channel::Telegram {
+    let revoked = notifier(Channel::Telegram(Telegram {
         api_url: telegram.base.clone(),
         token: Secret::new("123456789:revoked"),
         chat_id: "-1001234567890".to_owned(),
-    });
+    }));
     // A second stand-in answers this one: rate limited.
     let limited_service = Service::start(telegram_service).await;
     limited_service.mode(Mode::Limited);
     let limited = notifier(telegram_channel(&limited_service));
-    let room = notifier(Channel::Matrix {
+    let room = notifier(Channel::Matrix(Matrix {
         server: matrix.base.clone(),
         room: ROOM_ID.to_owned(),
         token: Secret::new(MATRIX_TOKEN),
-    });
+    }));
     let notifiers: HashMap<String, Notifier> = [
         ("tg-revoked".to_owned(), revoked),
         ("tg-limited".to_owned(), limited),
@@ -1462,53 +1463,53 @@ async fn hostile_page_text_reaches_no_channel_as_a_link_or_a_mention() {
         (
             "slack",
             &slack,
-            Channel::Slack {
+            Channel::Slack(Slack {
                 url: SecretUrl::new(slack.url("/services/T0001/B0002/XXXX")),
-            },
+            }),
         ),
         (
             "teams",
             &teams,
-            Channel::Teams {
+            Channel::Teams(Teams {
                 url: SecretUrl::new(teams_hook),
-            },
+            }),
         ),
         (
             "discord",
             &discord,
-            Channel::Discord {
+            Channel::Discord(Discord {
                 url: SecretUrl::new(discord.url("/api/webhooks/1122334455/d1sc0rd-t0ken")),
-            },
+            }),
         ),
         ("telegram", &telegram, telegram_channel(&telegram)),
         (
             "matrix",
             &matrix,
-            Channel::Matrix {
+            Channel::Matrix(Matrix {
                 server: matrix.base.clone(),
                 room: "#ops:matrix.example.org".to_owned(),
                 token: Secret::new(MATRIX_TOKEN),
-            },
+            }),
         ),
         (
             "ntfy",
             &ntfy,
-            Channel::Ntfy {
+            Channel::Ntfy(Ntfy {
                 server: ntfy.base.clone(),
                 topic: "semclip-ops".to_owned(),
                 auth: Some(NtfyAuth::Token(Secret::new("tk_hostile"))),
                 priority: None,
                 tags: Vec::new(),
-            },
+            }),
         ),
         (
             "gotify",
             &gotify,
-            Channel::Gotify {
+            Channel::Gotify(Gotify {
                 server: gotify.url("/gotify/"),
                 token: Secret::new("AppT0kenGotify"),
                 priority: None,
-            },
+            }),
         ),
     ];
     for (name, service, channel) in channels {

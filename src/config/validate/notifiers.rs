@@ -1,12 +1,12 @@
 //! The daemon file's `smtp` section and its notifiers: email, webhook and
-//! file here, chat and push ones in [`super::channels`].
+//! file here, chat and push ones in [`crate::config::channels`].
 
 use std::time::Duration;
 
 use url::Url;
 
-use super::channels::channel_config;
 use super::{Ctx, valid_id};
+use crate::config::channels::channel_config;
 use crate::config::raw::{RawEmail, RawNotifier, RawSecurity, RawSmtp, RawWebhook, Sp};
 use crate::config::tree::join;
 use crate::config::{NotifierConfig, SmtpConfig, SmtpSecurity, WebhookConfig};
