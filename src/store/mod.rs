@@ -83,24 +83,20 @@
 //! while the store is in use; they belong to it, and copying the database
 //! alone while a store is open may lose the latest writes.
 
-mod batch;
-mod claim;
 mod core;
 mod database;
 mod event;
 pub mod migrate;
-pub mod notice;
 pub mod pg;
 pub mod pool;
-pub mod replica;
+pub mod replicas;
 mod session;
 mod sql;
 mod state;
 pub mod time;
 
-pub use batch::SlotBack;
-pub use claim::{BUSY_RETRY, Claim, SlotWaiter, WAIT_ALIVE};
 pub use database::{Database, PostgresUrl};
+pub use replicas::{BUSY_RETRY, Claim, ReplicaPool, Replicas, SlotBack, SlotWaiter, WAIT_ALIVE};
 pub use session::StoredJar;
 pub use sql::DbError;
 
