@@ -17,6 +17,12 @@
 //! is said to be SQLite's (WAL, `user_version`, the files beside the
 //! database); PostgreSQL's counterparts are described in [`pg`].
 //!
+//! What only PostgreSQL does, the coordination between replicas sharing a
+//! database (claims, host slots, notices, watch sets, grouped writes), is
+//! not among `Store`'s own methods: it is in [`replicas`], reached through
+//! [`Store::replicas`] and [`pool::StorePool::replicas`], both `None` on
+//! SQLite.
+//!
 //! # Guarantees
 //!
 //! - **Atomic writes.** [`Store::record`], [`Store::prune`] and

@@ -201,6 +201,7 @@ impl Replicas<'_> {
     /// database refuses fails only its own check.
     ///
     /// [`ReplicaPool::record`]: super::ReplicaPool::record
+    /// [`Store::write_record`]: crate::store::Store::write_record
     pub fn write_records(
         &mut self,
         records: &[CheckRecord],
@@ -217,7 +218,8 @@ impl Replicas<'_> {
         records.iter().map(|r| self.write_record(r)).collect()
     }
 
-    /// Writes one check's record alone, as [`Store::write_record`] does.
+    /// Writes one check's record alone, as
+    /// [`Store::write_record`](crate::store::Store::write_record) does.
     pub(super) fn write_record(
         &mut self,
         record: &CheckRecord,

@@ -238,6 +238,8 @@ fn decide(
 ///   run and a lease, both of which send the claim to the lock; the one
 ///   write that moves a next run earlier, a check request, also wakes
 ///   every replica's scheduler after it commits, whose claims see it.
+///
+/// [`note_next_run`]: crate::store::state::note_next_run
 const CLAIM: &str = "WITH stored AS (
        SELECT (SELECT next_run FROM watch_status WHERE watch = ?1) AS next_run,
               set_config('synchronous_commit', 'off', true) AS config
