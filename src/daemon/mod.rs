@@ -22,18 +22,19 @@
 //! Several daemons (replicas) may share one PostgreSQL database, with no
 //! leader: each runs the same scheduler over its own copy of the watches,
 //! and before checking a watch it found due it *claims* it in the database
-//! ([`crate::store::Store::claim_watch`]: `FOR UPDATE SKIP LOCKED` and a
+//! ([`crate::store::Replicas::claim_watch`]: `FOR UPDATE SKIP LOCKED` and a
 //! lease of [`lease_for`] the watch, owned by the replica's id). A watch
 //! another replica checked already, or is checking, goes back in the
 //! scheduler at the stored next run (or the lease's end), so each scheduled
 //! run is checked once across replicas and restarts. A claim that takes
 //! over an expired lease (its replica died, or its check outlived the
-//! lease) is counted (`semclip_checks_rerun_total`) and logged. On SQLite
-//! every claim is the daemon's own. The outbox is claimed the same way
-//! ([`outbox`]).
+//! lease) is counted (`semclip_checks_rerun_total`) and logged. SQLite has
+//! no replicas ([`StorePool::replicas`] is `None`): the daemon checks every
+//! run it finds due, and runs no replica view or listener. The outbox is
+//! claimed the same way ([`outbox`]).
 //!
 //! Replicas tell each other news over `LISTEN/NOTIFY`
-//! ([`crate::store::notice`]): a check-now request on one wakes the watch
+//! ([`crate::store::replicas::notice`]): a check-now request on one wakes the watch
 //! in every replica's scheduler at once (whichever has a free slot claims
 //! it first), and a SIGHUP on one reloads the watch files of all. A
 //! reload caused by a change in the watches directory is not announced:
@@ -44,7 +45,7 @@
 //! request, as the stored next run says.
 //!
 //! Each replica publishes the watch set it runs (each watch's id and the
-//! hash of its file, [`crate::store::replica`]) at start and after each
+//! hash of its file, [`crate::store::replicas::watch_set`]) at start and after each
 //! reload, and records a heartbeat every [`HEARTBEAT`]. The set most live
 //! replicas run is the reference; a replica whose set differs says so (a
 //! warning, `semclip_replica_watch_set_mismatch`, a line on the status
@@ -94,10 +95,11 @@ use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
 use crate::notify::Notifier;
 use crate::serve::Server;
 use crate::serve::metrics::{Metrics, NoticeLabels};
-use crate::store::notice::{self, Announcement, Notice};
+use crate::store::CheckStart;
 use crate::store::pool::StorePool;
-use crate::store::replica::{ReplicaSummary, WatchSet};
-use crate::store::{CheckStart, Claim, Database};
+use crate::store::replicas::notice::{Announcement, Notice};
+use crate::store::replicas::watch_set::{ReplicaSummary, WatchSet};
+use crate::store::replicas::{Claim, ReplicaPool};
 
 use self::scheduler::{Clock, Scheduler};
 
@@ -151,7 +153,7 @@ pub fn replica_id() -> String {
 }
 
 /// How often a replica records that it is alive and looks at the other
-/// replicas' watch sets (well within [`crate::store::replica::LIVE_FOR`]).
+/// replicas' watch sets (well within [`crate::store::replicas::watch_set::LIVE_FOR`]).
 const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// How often retention is applied to every watch (a page that never
@@ -381,7 +383,10 @@ fn forward_check_now(
             let requested = stores
                 .run(move |s| {
                     s.request_check(&watch, SystemTime::now())?;
-                    s.announce(&from, Notice::Check { watch })
+                    match s.replicas() {
+                        Some(mut replicas) => replicas.announce(&from, Notice::Check { watch }),
+                        None => Ok(()),
+                    }
                 })
                 .await;
             if let Err(error) = requested {
@@ -407,7 +412,7 @@ fn start_listener(
     wake: mpsc::UnboundedSender<String>,
     reload: mpsc::UnboundedSender<Reload>,
 ) {
-    let Database::Postgres(url) = shared.stores.database().clone() else {
+    let Some(replicas) = shared.stores.replicas().map(Arc::clone) else {
         return;
     };
     let replica = Arc::clone(&shared.replica);
@@ -433,7 +438,7 @@ fn start_listener(
             }
         };
         let listening = || tracing::info!("listening for other replicas");
-        notice::listen(&url, heard, listening, shutdown).await;
+        replicas.listen(heard, listening, shutdown).await;
     });
 }
 
@@ -459,11 +464,11 @@ async fn start_replica_view(
     mut sets: mpsc::UnboundedReceiver<Vec<Arc<Watch>>>,
     server: Option<Arc<Server>>,
 ) {
-    if !shared.stores.shared_by_replicas() {
+    let Some(replicas) = shared.stores.replicas() else {
         return;
-    }
+    };
     let view = ReplicaView {
-        stores: Arc::clone(&shared.stores),
+        replicas: Arc::clone(replicas),
         replica: Arc::clone(&shared.replica),
         withheld: Arc::clone(&shared.withheld),
         metrics: Arc::clone(&shared.metrics),
@@ -489,7 +494,7 @@ async fn start_replica_view(
             last = view.compare(&own, last).await;
         }
         let replica = Arc::clone(&view.replica);
-        if let Err(error) = view.stores.run(move |s| s.leave(&replica)).await {
+        if let Err(error) = view.replicas.run(move |r| r.leave(&replica)).await {
             tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
                 "cannot remove this replica from the live ones");
         }
@@ -498,7 +503,7 @@ async fn start_replica_view(
 
 /// What the replica-view task works with.
 struct ReplicaView {
-    stores: Arc<StorePool>,
+    replicas: Arc<ReplicaPool>,
     replica: Arc<str>,
     withheld: Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
     metrics: Arc<Metrics>,
@@ -509,8 +514,8 @@ impl ReplicaView {
     async fn publish(&self, own: &WatchSet) {
         let (replica, set) = (Arc::clone(&self.replica), own.clone());
         let published = self
-            .stores
-            .run(move |s| s.publish_watch_set(&replica, &set, SystemTime::now()))
+            .replicas
+            .run(move |r| r.publish_watch_set(&replica, &set, SystemTime::now()))
             .await;
         if let Err(error) = published {
             tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
@@ -521,8 +526,8 @@ impl ReplicaView {
     async fn heartbeat(&self, own: &WatchSet) {
         let replica = Arc::clone(&self.replica);
         let beat = self
-            .stores
-            .run(move |s| s.heartbeat(&replica, SystemTime::now()))
+            .replicas
+            .run(move |r| r.heartbeat(&replica, SystemTime::now()))
             .await;
         match beat {
             Ok(true) => {}
@@ -543,14 +548,14 @@ impl ReplicaView {
     ) -> Option<ReplicaSummary> {
         let set = own.clone();
         let summary = self
-            .stores
-            .run(move |s| {
-                let live = s.live_replicas(SystemTime::now())?;
-                let reference = crate::store::replica::reference(&live)
+            .replicas
+            .run(move |r| {
+                let live = r.live_replicas(SystemTime::now())?;
+                let reference = crate::store::replicas::watch_set::reference(&live)
                     .filter(|r| **r != set.hash())
                     .map(str::to_owned);
                 let reference_set = match reference {
-                    Some(hash) => s.published_watch_set(&hash)?,
+                    Some(hash) => r.published_watch_set(&hash)?,
                     None => None,
                 };
                 Ok(ReplicaSummary::of(&set, &live, reference_set.as_ref()))
@@ -750,7 +755,8 @@ fn start_reloader(
     server: Option<Arc<Server>>,
 ) {
     let daemon = Arc::clone(&shared.daemon);
-    let stores = Arc::clone(&shared.stores);
+    // No replicas on SQLite: nobody to tell of a reload.
+    let replicas = shared.stores.replicas().map(Arc::clone);
     let replica = Arc::clone(&shared.replica);
     let shutdown = shared.shutdown.clone();
     shared.tasks.spawn(async move {
@@ -762,9 +768,13 @@ fn start_reloader(
                     None => return,
                 },
             };
-            if cause == Reload::Signal && stores.shared_by_replicas() {
+            if cause == Reload::Signal
+                && let Some(replicas) = &replicas
+            {
                 let from = Arc::clone(&replica);
-                let announced = stores.run(move |s| s.announce(&from, Notice::Reload)).await;
+                let announced = replicas
+                    .run(move |r| r.announce(&from, Notice::Reload))
+                    .await;
                 if let Err(error) = announced {
                     tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
                         "cannot tell the other replicas to reload");
@@ -850,7 +860,7 @@ impl Checker {
 
     /// Claims the run of `watch` due at `now` (next by this replica's
     /// schedule at `next`): what its check starts from, read with the claim
-    /// (`None`: the check reads it); `Err(time)` when this replica does not
+    /// (`None`: the check reads it, as on SQLite, which has no claims); `Err(time)` when this replica does not
     /// check it now and looks again at `time`: the stored next run when the
     /// run was checked elsewhere; when another replica is checking it, the
     /// end of its lease or this replica's own next run, whichever comes
@@ -871,12 +881,16 @@ impl Checker {
             tracing::debug!(watch = %watch.id, "defined differently on most replicas: left to them");
             return Err(next);
         }
+        let Some(replicas) = self.stores.replicas() else {
+            // One daemon per file (SQLite): every run is its own, and the
+            // check reads what it starts from.
+            return Ok(None);
+        };
         let id = watch.id.clone();
         let owner = Arc::clone(&self.replica);
         let lease = lease_for(watch);
-        let claim = self
-            .stores
-            .run(move |s| s.claim_and_start(&id, &owner, now, lease))
+        let claim = replicas
+            .run(move |r| r.claim_and_start(&id, &owner, now, lease))
             .await;
         match claim {
             Ok((Claim::Mine { rerun_of: None }, start)) => Ok(start),

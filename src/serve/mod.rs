@@ -36,7 +36,7 @@ mod openapi;
 mod routes;
 mod status;
 
-use crate::store::replica::ReplicaSummary;
+use crate::store::replicas::watch_set::ReplicaSummary;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};

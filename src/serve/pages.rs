@@ -8,7 +8,7 @@
 //! Everything that comes from data is escaped (by `maud`) except
 //! [`ClipView::html`], which was sanitized upstream and is inserted as is.
 
-use crate::store::replica::ReplicaSummary;
+use crate::store::replicas::watch_set::ReplicaSummary;
 use std::borrow::Cow;
 use std::time::{SystemTime, UNIX_EPOCH};
 

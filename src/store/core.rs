@@ -420,6 +420,22 @@ pub enum StoreError {
     },
 }
 
+/// A store call made through a pool ([`super::pool::StorePool`], or its
+/// replicas' side, [`super::replicas::ReplicaPool`]) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The blocking thread running the call panicked or was cancelled.
+    #[error("a store worker thread failed")]
+    Worker(#[from] tokio::task::JoinError),
+    /// The thread writing grouped records panicked or was never run (the
+    /// runtime shutting down) before writing this one.
+    #[error("the store's record writer stopped before writing this check")]
+    WriterLost,
+}
+
 /// How much history to keep per watch. Both bounds apply: a snapshot is pruned
 /// when it is older than `keep_days` *or* beyond the newest `keep_versions`.
 /// The current snapshot is never pruned. Both must be at least 1.

@@ -17,6 +17,12 @@
 //! is said to be SQLite's (WAL, `user_version`, the files beside the
 //! database); PostgreSQL's counterparts are described in [`pg`].
 //!
+//! What only PostgreSQL does, the coordination between replicas sharing a
+//! database (claims, host slots, notices, watch sets, grouped writes), is
+//! not among `Store`'s own methods: it is in [`replicas`], reached through
+//! [`Store::replicas`] and [`pool::StorePool::replicas`], both `None` on
+//! SQLite.
+//!
 //! # Guarantees
 //!
 //! - **Atomic writes.** [`Store::record`], [`Store::prune`] and
@@ -83,24 +89,20 @@
 //! while the store is in use; they belong to it, and copying the database
 //! alone while a store is open may lose the latest writes.
 
-mod batch;
-mod claim;
 mod core;
 mod database;
 mod event;
 pub mod migrate;
-pub mod notice;
 pub mod pg;
 pub mod pool;
-pub mod replica;
+pub mod replicas;
 mod session;
 mod sql;
 mod state;
 pub mod time;
 
-pub use batch::SlotBack;
-pub use claim::{BUSY_RETRY, Claim, SlotWaiter, WAIT_ALIVE};
 pub use database::{Database, PostgresUrl};
+pub use replicas::{BUSY_RETRY, Claim, ReplicaPool, Replicas, SlotBack, SlotWaiter, WAIT_ALIVE};
 pub use session::StoredJar;
 pub use sql::DbError;
 

@@ -76,7 +76,7 @@ pub enum DbError {
     )]
     AsyncContext,
     /// Records that cannot be written in one group (see
-    /// [`super::Store::write_records`]); each is written alone instead.
+    /// [`super::replicas::Replicas::write_records`]); each is written alone instead.
     #[error("cannot write these records together: {0}")]
     Group(&'static str),
 }

@@ -63,7 +63,9 @@ fn check_start_sql(condition: &str) -> String {
 static CHECK_START: LazyLock<String> = LazyLock::new(|| check_start_sql(""));
 
 /// The same read, of nothing unless owner `?2` holds the lease on `?1`
-/// that ends at `?3` (PostgreSQL: [`Store::claim_and_start`]).
+/// that ends at `?3` (PostgreSQL: [`Replicas::claim_and_start`]).
+///
+/// [`Replicas::claim_and_start`]: crate::store::replicas::Replicas::claim_and_start
 pub(super) static CHECK_START_IF_CLAIMED: LazyLock<String> = LazyLock::new(|| {
     check_start_sql(
         "WHERE EXISTS (SELECT 1 FROM watch_claim c
@@ -579,6 +581,80 @@ fn write_status(db: Db<'_>, s: &WatchStatus) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Notes `watch`'s next run `next_run_ms` on its claim row, if it has one
+/// (PostgreSQL only; SQLite keeps no claims): in the transaction that
+/// records its check, releasing the lease too (`release`; the row stays,
+/// so the next claim is one update of it), and wherever
+/// `watch_status.next_run` is written outside a check (the lease, if any,
+/// stays). It stays here, beside the status it copies, rather than in
+/// [`crate::store::replicas`]: it is a statement of the transactions that
+/// write a status, which are the same on both engines (the claim's
+/// reasons are in `replicas/claim.rs`).
+pub(super) fn note_next_run(
+    db: Db<'_>,
+    watch: &str,
+    next_run_ms: Option<i64>,
+    release: bool,
+) -> Result<(), DbError> {
+    if let Db::Postgres(..) = db {
+        let sql = if release {
+            "UPDATE watch_claim SET owner = NULL, lease_until = NULL, next_run = ?2
+             WHERE watch = ?1"
+        } else {
+            "UPDATE watch_claim SET next_run = ?2 WHERE watch = ?1"
+        };
+        db.defer(sql, args![watch, next_run_ms])?;
+    }
+    Ok(())
+}
+
+/// How a failure to record a check of `watch` reads.
+pub(super) fn record_error(watch: &str) -> impl Fn(DbError) -> StoreError + '_ {
+    move |source| watch_error(watch, "record a check of", source)
+}
+
+/// The writes of [`Store::write_record`], in the transaction `db` (also
+/// what [`crate::store::replicas`] writes a record alone with).
+pub(super) fn write_record(
+    db: Db<'_>,
+    record: &CheckRecord,
+) -> Result<Option<Recorded>, StoreError> {
+    let CheckRecord {
+        watch,
+        at_ms,
+        snapshot,
+        state,
+        layout_event,
+        since_ms,
+        next_run_ms,
+    } = record;
+    let (watch, at_ms) = (watch.as_str(), *at_ms);
+    let err = record_error(watch);
+    let recorded = match snapshot {
+        Some(part) => Some(
+            write_check(
+                db,
+                &CheckWrite {
+                    watch,
+                    hash: &part.hash,
+                    compressed: &part.compressed,
+                    format: part.format,
+                    size: part.size,
+                    at_ms,
+                    events: &part.events,
+                    retention: &part.retention,
+                },
+            )
+            .map_err(&err)?,
+        ),
+        None => None,
+    };
+    write_status(db, &state.status)?;
+    note_next_run(db, watch, *next_run_ms, true).map_err(&err)?;
+    write_check_state(db, watch, at_ms, state, layout_event.as_deref(), since_ms).map_err(&err)?;
+    Ok(recorded)
+}
+
 impl Store {
     /// The status of `watch`, or `None` if it has never been scheduled.
     pub fn status(&self, watch: &str) -> Result<Option<WatchStatus>, StoreError> {
@@ -603,43 +679,6 @@ impl Store {
         check_start_of(watch, rows)?.ok_or_else(|| err(DbError::NoRow))
     }
 
-    /// Claims `watch` as [`Store::claim_watch`] does and, when the claim
-    /// is the caller's, reads what its check starts from
-    /// ([`Store::check_start`]). On PostgreSQL the read goes out with the
-    /// claim, in the same round trip, as a statement of its own (so it
-    /// sees the database after the claim, records committed just before
-    /// included), and reads nothing unless the caller now holds the lease.
-    pub fn claim_and_start(
-        &mut self,
-        watch: &str,
-        owner: &str,
-        now: SystemTime,
-        lease: Duration,
-    ) -> Result<(super::claim::Claim, Option<CheckStart>), StoreError> {
-        if matches!(self.engine, super::core::Engine::Sqlite(_)) {
-            return Ok((
-                super::claim::Claim::Mine { rerun_of: None },
-                Some(self.check_start(watch)?),
-            ));
-        }
-        let now_ms = to_millis(now)?;
-        let until_ms = to_millis(now + lease)?;
-        let err = |source| watch_error(watch, "claim", source);
-        let (claim, start) = self
-            .db()
-            .query_both(
-                (super::claim::CLAIM, args![watch, owner, until_ms, now_ms]),
-                (&CHECK_START_IF_CLAIMED, args![watch, owner, until_ms]),
-            )
-            .map_err(err)?;
-        let claim = super::claim::decide(watch, owner, now, claim.into_iter().next())?;
-        let start = match claim {
-            super::claim::Claim::Mine { .. } => check_start_of(watch, start)?,
-            _ => None,
-        };
-        Ok((claim, start))
-    }
-
     /// The status of every watch the store has scheduled, by watch id.
     pub fn statuses(&self) -> Result<Vec<WatchStatus>, StoreError> {
         let rows = self
@@ -661,7 +700,23 @@ impl Store {
         let err = |source| watch_error(watch, "write the status of", source);
         self.transaction(err, |db| {
             write_status(db, status)?;
-            super::claim::note_next_run(db, watch, next_run, false).map_err(err)
+            note_next_run(db, watch, next_run, false).map_err(err)
+        })
+    }
+
+    /// Asks for `watch` to be checked at `at` (check now): its stored next
+    /// run moves there, so the scheduler (with replicas, whichever replica
+    /// claims it next) checks it.
+    pub fn request_check(&mut self, watch: &str, at: SystemTime) -> Result<(), StoreError> {
+        let at_ms = to_millis(at)?;
+        let err = |source| watch_error(watch, "request a check of", source);
+        self.transaction(err, |db| {
+            db.execute(
+                "UPDATE watch_status SET next_run = ?2 WHERE watch = ?1",
+                args![watch, at_ms],
+            )
+            .and_then(|_| note_next_run(db, watch, Some(at_ms), false))
+            .map_err(err)
         })
     }
 
@@ -785,43 +840,7 @@ impl Store {
     /// Writes one check made ready by [`CheckRecord::new`], in one
     /// transaction (see [`Store::record_check`]).
     pub fn write_record(&mut self, record: &CheckRecord) -> Result<Option<Recorded>, StoreError> {
-        let CheckRecord {
-            watch,
-            at_ms,
-            snapshot,
-            state,
-            layout_event,
-            since_ms,
-            next_run_ms,
-        } = record;
-        let (watch, at_ms) = (watch.as_str(), *at_ms);
-        let err = |source| watch_error(watch, "record a check of", source);
-        self.transaction(err, |db| {
-            let recorded = match snapshot {
-                Some(part) => Some(
-                    write_check(
-                        db,
-                        &CheckWrite {
-                            watch,
-                            hash: &part.hash,
-                            compressed: &part.compressed,
-                            format: part.format,
-                            size: part.size,
-                            at_ms,
-                            events: &part.events,
-                            retention: &part.retention,
-                        },
-                    )
-                    .map_err(err)?,
-                ),
-                None => None,
-            };
-            write_status(db, &state.status)?;
-            super::claim::note_next_run(db, watch, *next_run_ms, true).map_err(err)?;
-            write_check_state(db, watch, at_ms, state, layout_event.as_deref(), since_ms)
-                .map_err(err)?;
-            Ok(recorded)
-        })
+        self.transaction(record_error(&record.watch), |db| write_record(db, record))
     }
 
     /// Pending outbox rows due at `now` (oldest first), at most `limit`.

@@ -1810,45 +1810,45 @@ on_both! {
         let lease = secs(60);
         let mine = Claim::Mine { rerun_of: None };
         let (mut a, mut b, mut c) = (engine.open(), engine.open(), engine.open());
-        assert_eq!(a.claim_watch("w", "A", t0(), lease).unwrap(), mine);
         if matches!(engine.database, Database::Sqlite(_)) {
-            // One daemon per file: every claim is its own, and nothing is kept.
-            assert_eq!(b.claim_watch("w", "B", t0(), lease).unwrap(), mine);
+            // One daemon per file: no replicas, so no claims to make.
+            assert!(a.replicas().is_none());
             a.record_check("w", t0(), None, &checked("w", t0() + secs(300))).unwrap();
-            assert_eq!(b.claim_watch("w", "B", t0(), lease).unwrap(), mine);
+            assert!(b.replicas().is_none());
             return;
         }
+        assert_eq!(a.replicas().unwrap().claim_watch("w", "A", t0(), lease).unwrap(), mine);
         let held = |until| Claim::Held { until };
         let done = |next_run| Claim::Done { next_run };
         assert_eq!(
-            b.claim_watch("w", "B", t0(), lease).unwrap(),
+            b.replicas().unwrap().claim_watch("w", "B", t0(), lease).unwrap(),
             held(t0() + lease),
             "A holds the run: B looks again when A's lease ends"
         );
         assert_eq!(
-            a.claim_watch("w", "A", t0() + secs(1), lease).unwrap(),
+            a.replicas().unwrap().claim_watch("w", "A", t0() + secs(1), lease).unwrap(),
             mine,
             "a replica's own lease is no obstacle (its check was not recorded)"
         );
         a.record_check("w", t0(), None, &checked("w", t0() + secs(300))).unwrap();
         assert_eq!(
-            b.claim_watch("w", "B", t0() + secs(2), lease).unwrap(),
+            b.replicas().unwrap().claim_watch("w", "B", t0() + secs(2), lease).unwrap(),
             done(t0() + secs(300)),
             "the run was checked: B waits for the stored next run"
         );
         let next = t0() + secs(300);
-        assert_eq!(b.claim_watch("w", "B", next, lease).unwrap(), mine);
+        assert_eq!(b.replicas().unwrap().claim_watch("w", "B", next, lease).unwrap(), mine);
         assert_eq!(
-            a.claim_watch("w", "A", next, lease).unwrap(),
+            a.replicas().unwrap().claim_watch("w", "A", next, lease).unwrap(),
             held(next + lease)
         );
         // B dies without recording: once its lease is over, C takes the run.
         assert_eq!(
-            c.claim_watch("w", "C", next + lease - secs(1), lease).unwrap(),
+            c.replicas().unwrap().claim_watch("w", "C", next + lease - secs(1), lease).unwrap(),
             held(next + lease)
         );
         assert_eq!(
-            c.claim_watch("w", "C", next + lease + secs(1), lease).unwrap(),
+            c.replicas().unwrap().claim_watch("w", "C", next + lease + secs(1), lease).unwrap(),
             Claim::Mine { rerun_of: Some("B".to_owned()) },
             "the run taken over is named, to be counted"
         );
@@ -1856,11 +1856,11 @@ on_both! {
         // Check now moves the stored next run: any replica claims it.
         let soon = next + secs(700);
         assert_eq!(
-            a.claim_watch("w", "A", soon, lease).unwrap(),
+            a.replicas().unwrap().claim_watch("w", "A", soon, lease).unwrap(),
             done(next + secs(3600))
         );
         a.request_check("w", soon).unwrap();
-        assert_eq!(a.claim_watch("w", "A", soon, lease).unwrap(), mine);
+        assert_eq!(a.replicas().unwrap().claim_watch("w", "A", soon, lease).unwrap(), mine);
     }
 }
 
@@ -1946,6 +1946,8 @@ fn postgres_replicas_claiming_at_once_each_get_their_own_share() {
                     let mut mine = Vec::new();
                     for watch in watches {
                         let claim = store
+                            .replicas()
+                            .unwrap()
                             .claim_watch(watch, &format!("r{r}"), t0(), Duration::from_secs(60))
                             .unwrap();
                         if claim == (Claim::Mine { rerun_of: None }) {
@@ -2017,6 +2019,8 @@ fn postgres_replicas_racing_for_every_run_take_each_run_exactly_once() {
                             .copied()
                             .filter(|w| {
                                 let claim = store
+                                    .replicas()
+                                    .unwrap()
                                     .claim_watch(w, &owner, now, Duration::from_secs(60))
                                     .unwrap();
                                 assert!(
@@ -2038,6 +2042,8 @@ fn postgres_replicas_racing_for_every_run_take_each_run_exactly_once() {
                             for w in watches {
                                 late.push(
                                     store
+                                        .replicas()
+                                        .unwrap()
                                         .claim_watch(w, &owner, now, Duration::from_secs(60))
                                         .unwrap(),
                                 );
@@ -2100,12 +2106,18 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
             let (engine, in_flight, most, slots_used) = (&engine, &in_flight, &most, &slots_used);
             scope.spawn(move || {
                 let mut store = engine.open();
-                store.ensure_host_slots("h.example", PER_HOST).unwrap();
+                store
+                    .replicas()
+                    .unwrap()
+                    .ensure_host_slots("h.example", PER_HOST)
+                    .unwrap();
                 let owner = format!("r{r}");
                 let mut took = 0;
                 while took < TAKES {
                     let now = SystemTime::now();
                     let Some(slot) = store
+                        .replicas()
+                        .unwrap()
                         .take_host_slot("h.example", PER_HOST, &owner, now, now + lease, first_ask)
                         .unwrap()
                     else {
@@ -2118,6 +2130,8 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
                     std::thread::sleep(Duration::from_millis(2));
                     in_flight.fetch_sub(1, Ordering::SeqCst);
                     store
+                        .replicas()
+                        .unwrap()
                         .give_back_host_slot("h.example", slot, &owner)
                         .unwrap();
                     took += 1;
@@ -2142,12 +2156,16 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
     let mut store = engine.open();
     let take = |store: &mut semclip::store::Store, per_host, owner: &str, now: SystemTime| {
         store
+            .replicas()
+            .unwrap()
             .take_host_slot("h.example", per_host, owner, now, now + lease, first_ask)
             .unwrap()
     };
     let t = t0();
     for expected in [0, 1] {
         let slot = store
+            .replicas()
+            .unwrap()
             .take_host_slot(
                 "h.example",
                 PER_HOST,
@@ -2172,7 +2190,11 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
         "free once the lease ran out"
     );
     // The dead holder's late give-back leaves the new owner's slot taken.
-    store.give_back_host_slot("h.example", 0, "dead").unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .give_back_host_slot("h.example", 0, "dead")
+        .unwrap();
     assert_eq!(
         take(&mut store, PER_HOST, "other", before_end),
         None,
@@ -2180,7 +2202,11 @@ fn postgres_replicas_never_hold_more_request_slots_than_per_host() {
     );
     // A larger per_host needs its rows made; then the new slot is free.
     assert_eq!(take(&mut store, 3, "other", before_end), None);
-    store.ensure_host_slots("h.example", 3).unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .ensure_host_slots("h.example", 3)
+        .unwrap();
     assert_eq!(take(&mut store, 3, "other", before_end), Some(2));
 }
 
@@ -2195,7 +2221,11 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
         return;
     };
     let mut store = engine.open();
-    store.ensure_host_slots("q.example", 1).unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .ensure_host_slots("q.example", 1)
+        .unwrap();
     let t = t0();
     /// One ask for `q.example`'s one slot.
     fn take(
@@ -2205,6 +2235,8 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
         waiter: &SlotWaiter<'_>,
     ) -> Option<i64> {
         store
+            .replicas()
+            .unwrap()
             .take_host_slot(
                 "q.example",
                 1,
@@ -2227,7 +2259,11 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
         take(&mut store, "o", t + Duration::from_millis(200), &old),
         None
     );
-    store.give_back_host_slot("q.example", 0, "h").unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .give_back_host_slot("q.example", 0, "h")
+        .unwrap();
     // A newcomer asks first once the slot is free: it is owed to the old
     // waiter, who then takes it.
     let at = t + Duration::from_millis(300);
@@ -2238,12 +2274,24 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
         "the old waiter comes first"
     );
     assert_eq!(take(&mut store, "o", at, &old), Some(0));
-    store.leave_host_queue("q.example", "old", at).unwrap();
-    store.give_back_host_slot("q.example", 0, "o").unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .leave_host_queue("q.example", "old", at)
+        .unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .give_back_host_slot("q.example", 0, "o")
+        .unwrap();
     // With the old waiter gone from the queue, the newcomer takes it.
     let queued_new = ask("new", at, true);
     assert_eq!(take(&mut store, "n", at, &queued_new), Some(0));
-    store.give_back_host_slot("q.example", 0, "n").unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .give_back_host_slot("q.example", 0, "n")
+        .unwrap();
     // A waiter that stopped asking (its check cancelled, its process dead)
     // holds nobody back once WAIT_ALIVE has passed since its last ask.
     let gone = ask("gone", at, true);
@@ -2254,7 +2302,11 @@ fn postgres_host_slots_go_to_the_request_that_waited_longest() {
         Some(0)
     );
     assert_eq!(take(&mut store, "g", at, &gone), None);
-    store.give_back_host_slot("q.example", 0, "h2").unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .give_back_host_slot("q.example", 0, "h2")
+        .unwrap();
     let soon = at + WAIT_ALIVE / 2;
     let later = at + WAIT_ALIVE + Duration::from_millis(1);
     let third = ask("third", soon, false);
@@ -2401,6 +2453,19 @@ fn grouped_check(
     CheckRecord::new(watch, at, snapshot, state).unwrap()
 }
 
+/// `group` written as the daemon writes it: together, by the replicas'
+/// grouped writer, on PostgreSQL; each alone on SQLite, which has no
+/// replicas.
+fn write_group(
+    store: &mut Store,
+    group: &[semclip::store::CheckRecord],
+) -> Vec<Result<Option<Recorded>, StoreError>> {
+    match store.replicas() {
+        Some(mut replicas) => replicas.write_records(group),
+        None => group.iter().map(|r| store.write_record(r)).collect(),
+    }
+}
+
 /// All the store shows of `watch`, with its name and ids left out, so
 /// that two watches recorded alike compare equal.
 fn shown(store: &Store, watch: &str) -> String {
@@ -2455,7 +2520,7 @@ on_both! {
             let group: Vec<_> = (0..5)
                 .map(|w| grouped_check(&format!("g{w}"), round, pages(w, round), &keep))
                 .collect();
-            let grouped = store.write_records(&group);
+            let grouped = write_group(&mut store, &group);
             if !store.is_sqlite() {
                 // One transaction wrote them all: their rows share an xmin.
                 let xmins = crate::pg::psql(
@@ -2479,14 +2544,17 @@ on_both! {
         for w in 0..5 {
             let (g, s) = (format!("g{w}"), format!("s{w}"));
             assert_eq!(shown(&store, &g), shown(&store, &s), "watch {w}");
-            // The claim row was released with the next run, as alone.
-            let mut claim = |watch: &str| {
-                store
-                    .claim_watch(watch, "other", t0() + DAY, Duration::from_secs(60))
-                    .unwrap()
-            };
-            let (cg, cs) = (claim(&g), claim(&s));
-            assert_eq!(cg, cs, "watch {w}");
+            // The claim row was released with the next run, as alone
+            // (PostgreSQL: SQLite keeps no claims).
+            if let Some(mut replicas) = store.replicas() {
+                let mut claim = |watch: &str| {
+                    replicas
+                        .claim_watch(watch, "other", t0() + DAY, Duration::from_secs(60))
+                        .unwrap()
+                };
+                let (cg, cs) = (claim(&g), claim(&s));
+                assert_eq!(cg, cs, "watch {w}");
+            }
         }
         // Retention pruned the group's watches as the others.
         assert_eq!(store.snapshots("g0").unwrap().len(), 2);
@@ -2506,7 +2574,7 @@ on_both! {
         group.insert(2, semclip::store::CheckRecord::new("w9", t0(), None, state).unwrap());
         // The same watch twice: written in order, the second last.
         group.push(grouped_check("w1", 1, Some(11), &keep));
-        let results = store.write_records(&group);
+        let results = write_group(&mut store, &group);
         let is_postgres = !store.is_sqlite();
         assert_eq!(results[2].is_err(), is_postgres, "{:?}", results[2]);
         for (i, result) in results.iter().enumerate() {
@@ -2575,10 +2643,20 @@ fn postgres_request_slots_are_given_back_together_if_their_owner_holds_them() {
         queues: false,
     };
     let lease = t0() + DAY;
-    store.ensure_host_slots("h.example", 3).unwrap();
-    store.ensure_host_slots("i.example", 1).unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .ensure_host_slots("h.example", 3)
+        .unwrap();
+    store
+        .replicas()
+        .unwrap()
+        .ensure_host_slots("i.example", 1)
+        .unwrap();
     let take = |store: &mut Store, host| {
         store
+            .replicas()
+            .unwrap()
             .take_host_slot(host, 3, "me", t0(), lease, &ask)
             .unwrap()
     };
@@ -2595,6 +2673,8 @@ fn postgres_request_slots_are_given_back_together_if_their_owner_holds_them() {
     // Slot 2 is not given back: someone else holds it now (a lease that
     // ran out and was taken since).
     store
+        .replicas()
+        .unwrap()
         .give_back_host_slots(&[
             back("h.example", 1, "me"),
             back("h.example", 2, "other"),
@@ -2606,7 +2686,7 @@ fn postgres_request_slots_are_given_back_together_if_their_owner_holds_them() {
         [Some(1), None]
     );
     assert_eq!(take(&mut store, "i.example"), Some(0));
-    store.give_back_host_slots(&[]).unwrap();
+    store.replicas().unwrap().give_back_host_slots(&[]).unwrap();
 }
 
 on_both! {
@@ -2618,26 +2698,30 @@ on_both! {
         let mut state = checked("w", t0());
         state.status.etag = Some("\"v1\"".into());
         store.record_check("w", t0(), None, &state).unwrap();
-        let (claim, start) = store.claim_and_start("w", "me", t0(), lease).unwrap();
+        if store.is_sqlite() {
+            // One daemon per file: no claims; a check reads what it starts
+            // from itself.
+            assert!(store.replicas().is_none());
+            let start = store.check_start("w").unwrap();
+            assert_eq!(start.status.unwrap().etag.as_deref(), Some("\"v1\""));
+            return;
+        }
+        let (claim, start) = store.replicas().unwrap().claim_and_start("w", "me", t0(), lease).unwrap();
         assert_eq!(claim, Claim::Mine { rerun_of: None });
         let start = start.expect("read with the claim");
         assert_eq!(start, store.check_start("w").unwrap());
         assert_eq!(start.status.unwrap().etag.as_deref(), Some("\"v1\""));
-        if store.is_sqlite() {
-            // One daemon per file: every claim is its own.
-            return;
-        }
         // Held by "me": another replica reads nothing.
-        let (claim, start) = store.claim_and_start("w", "other", t0(), lease).unwrap();
+        let (claim, start) = store.replicas().unwrap().claim_and_start("w", "other", t0(), lease).unwrap();
         assert!(matches!(claim, Claim::Held { .. }), "{claim:?}");
         assert_eq!(start, None);
         // Recorded with its next run: checked, nothing to read.
         store.record_check("w", t0(), None, &checked("w", next)).unwrap();
-        let (claim, start) = store.claim_and_start("w", "other", t0(), lease).unwrap();
+        let (claim, start) = store.replicas().unwrap().claim_and_start("w", "other", t0(), lease).unwrap();
         assert_eq!(claim, Claim::Done { next_run: next });
         assert_eq!(start, None);
         // Due again: the other replica takes it and reads the newest state.
-        let (claim, start) = store.claim_and_start("w", "other", next, lease).unwrap();
+        let (claim, start) = store.replicas().unwrap().claim_and_start("w", "other", next, lease).unwrap();
         assert_eq!(claim, Claim::Mine { rerun_of: None });
         assert_eq!(start.unwrap().status.unwrap().next_run, Some(next));
     }

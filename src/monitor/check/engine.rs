@@ -36,8 +36,8 @@ impl Engine {
     /// An engine over an open store pool.
     pub fn new(daemon: Arc<DaemonConfig>, stores: Arc<StorePool>) -> Engine {
         let mut limiter = HostLimiter::new(daemon.limits.per_host, daemon.limits.host_spacing);
-        if stores.shared_by_replicas() {
-            limiter = limiter.with_shared(Arc::new(StoreHosts::new(Arc::clone(&stores))));
+        if let Some(replicas) = stores.replicas() {
+            limiter = limiter.with_shared(Arc::new(StoreHosts::new(Arc::clone(replicas))));
         }
         Engine {
             stores,

@@ -6,18 +6,19 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::page::fetch;
-use crate::store::pool::{PoolError, StorePool};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
+use crate::store::pool::PoolError;
+use crate::store::replicas::{ReplicaPool, Replicas, SlotWaiter};
 
 /// `limits.host_spacing` and `limits.per_host` across the replicas
 /// sharing the store: each request start is reserved in the database
-/// ([`Store::reserve_host_start`]), and each request takes one of its
-/// host's `per_host` slots there ([`Store::take_host_slot`]) for as long
+/// ([`Replicas::reserve_host_start`]), and each request takes one of its
+/// host's `per_host` slots there ([`Replicas::take_host_slot`]) for as long
 /// as it runs. If the database cannot be reached for either, the replica
 /// goes on with its own spacing and count, and says so.
 #[derive(Debug)]
 pub(super) struct StoreHosts {
-    stores: Arc<StorePool>,
+    replicas: Arc<ReplicaPool>,
     /// The owner of this process's slots: its pid and a random part.
     owner: Arc<str>,
     /// The hosts (with the `per_host` they were made for) whose slot rows
@@ -26,9 +27,9 @@ pub(super) struct StoreHosts {
 }
 
 impl StoreHosts {
-    pub(super) fn new(stores: Arc<StorePool>) -> StoreHosts {
+    pub(super) fn new(replicas: Arc<ReplicaPool>) -> StoreHosts {
         StoreHosts {
-            stores,
+            replicas,
             owner: Arc::from(format!(
                 "{}/{:08x}",
                 std::process::id(),
@@ -53,8 +54,8 @@ impl fetch::SharedHosts for StoreHosts {
         Box::pin(async move {
             let owned = host.to_owned();
             let reserved = self
-                .stores
-                .run(move |s| s.reserve_host_start(&owned, SystemTime::now(), spacing))
+                .replicas
+                .run(move |r| r.reserve_host_start(&owned, SystemTime::now(), spacing))
                 .await;
             match reserved {
                 Ok(at) => Some(at),
@@ -84,8 +85,8 @@ impl fetch::SharedHosts for StoreHosts {
             if !ensured {
                 let owned = host.to_owned();
                 match self
-                    .stores
-                    .run(move |s| s.ensure_host_slots(&owned, per_host))
+                    .replicas
+                    .run(move |r| r.ensure_host_slots(&owned, per_host))
                     .await
                 {
                     Ok(()) => {
@@ -104,14 +105,14 @@ impl fetch::SharedHosts for StoreHosts {
             let owner = Arc::clone(&self.owner);
             let waiter = waiter.clone();
             let taken = self
-                .stores
-                .run(move |s| {
-                    let asking = crate::store::SlotWaiter {
+                .replicas
+                .run(move |r| {
+                    let asking = SlotWaiter {
                         ticket: &waiter.ticket,
                         since: waiter.since,
                         queues: waiter.queued,
                     };
-                    s.take_host_slot(&owned, per_host, &owner, SystemTime::now(), until, &asking)
+                    r.take_host_slot(&owned, per_host, &owner, SystemTime::now(), until, &asking)
                 })
                 .await;
             match taken {
@@ -127,8 +128,8 @@ impl fetch::SharedHosts for StoreHosts {
 
     fn give_back(&self, host: &str, slot: i64) {
         // With the slots given back at the same moment, in one statement
-        // (StorePool::give_back_host_slot).
-        self.stores.give_back_host_slot(host, slot, &self.owner);
+        // (ReplicaPool::give_back_host_slot).
+        self.replicas.give_back_host_slot(host, slot, &self.owner);
     }
 
     fn leave_queue(&self, host: &str, ticket: &str) {
@@ -136,7 +137,7 @@ impl fetch::SharedHosts for StoreHosts {
         self.in_background(
             host,
             "cannot leave the queue for a request slot; the wait stops counting soon",
-            move |s, host| s.leave_host_queue(host, &ticket, SystemTime::now()),
+            move |r, host| r.leave_host_queue(host, &ticket, SystemTime::now()),
         );
     }
 }
@@ -151,16 +152,16 @@ impl StoreHosts {
         &self,
         host: &str,
         failed: &'static str,
-        write: impl FnOnce(&mut Store, &str) -> Result<(), StoreError> + Send + 'static,
+        write: impl FnOnce(&mut Replicas<'_>, &str) -> Result<(), StoreError> + Send + 'static,
     ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let stores = Arc::clone(&self.stores);
+        let replicas = Arc::clone(&self.replicas);
         let host = host.to_owned();
         runtime.spawn(async move {
             let owned = host.clone();
-            if let Err(error) = stores.run(move |s| write(s, &owned)).await {
+            if let Err(error) = replicas.run(move |r| write(r, &owned)).await {
                 let error = format!("{:#}", anyhow::Error::from(error));
                 tracing::warn!(host, error, "{failed}");
             }

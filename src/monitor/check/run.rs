@@ -40,10 +40,10 @@ pub async fn check(
 }
 
 /// [`check`] (not a dry run) from `start`, what the check starts from as
-/// read with the watch's claim ([`Store::claim_and_start`]; `None`: read
-/// here).
+/// read with the watch's claim ([`Replicas::claim_and_start`]; `None`:
+/// read here, as on SQLite, which has no claims).
 ///
-/// [`Store::claim_and_start`]: crate::store::Store::claim_and_start
+/// [`Replicas::claim_and_start`]: crate::store::replicas::Replicas::claim_and_start
 pub async fn check_from(
     engine: &Engine,
     watch: &Arc<Watch>,
@@ -130,10 +130,11 @@ async fn checked(
         let stores = Arc::clone(&engine.stores);
         // Events on the worker thread belong to this check's span too.
         let span = tracing::Span::current();
-        // A store that groups records (PostgreSQL) is given this one after
-        // the worker is done, with other checks' (StorePool::record); one
-        // that does not (SQLite) gets it here, on the worker's store.
-        let record_here = !stores.groups_records();
+        // With replicas (PostgreSQL) the record goes to their grouped
+        // writer after the worker is done, with other checks'
+        // (ReplicaPool::record); without (SQLite) it is written here, on
+        // the worker's store.
+        let record_here = stores.replicas().is_none();
         let recorded = engine
             .workers
             .run(move || {

@@ -1,12 +1,13 @@
 //! Several checks' records written in one PostgreSQL transaction (a group
-//! commit): what [`super::pool::StorePool::record`] does with the checks
-//! that finish while the previous group is being written.
+//! commit): what the [`ReplicaPool`]'s writer does with the checks that
+//! finish while the previous group is being written; and host slots given
+//! back together, in one statement.
 //!
 //! # Decisions
 //!
 //! - **The same rows as one record at a time.** Each table gets one
 //!   statement for the whole group, its rows passed as arrays and expanded
-//!   by `unnest`, where [`super::Store::write_record`] sends one statement
+//!   by `unnest`, where [`Store::write_record`] sends one statement
 //!   per row: the rows and values written are the same (the store's tests
 //!   run both), only the number of statements, round trips and commits
 //!   shrinks. Per check, PostgreSQL's CPU went mostly to the work around
@@ -17,22 +18,28 @@
 //!   and `COMMIT`. A statement without rows is not sent.
 //! - **Each check stays atomic.** A group commits or rolls back as a whole;
 //!   any error rolls it back and fails the group, and the caller then
-//!   writes each record alone ([`super::Store::write_records`]), so a
+//!   writes each record alone ([`Replicas::write_records`]), so a
 //!   record the database refuses fails only its own check, and a crash
 //!   leaves each check either fully recorded or not at all, as before.
 //! - **Watches differ within a group** (an upsert cannot touch one row
 //!   twice in one statement): the pool groups them so, and a group with a
 //!   watch twice is refused here.
+//!
+//! [`ReplicaPool`]: super::ReplicaPool
+//! [`Store::write_record`]: crate::store::Store::write_record
 
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use tokio_postgres::types::{ToSql, Type};
 
-use super::core::{Engine, Recorded, Store, StoreError, retention_cutoff, to_millis};
-use super::pg::PgConn;
-use super::sql::DbError;
-use super::state::{CheckRecord, STATUS_COLUMNS, STATUS_CONFLICT};
+use super::Replicas;
+use crate::store::core::{Recorded, StoreError, retention_cutoff, to_millis};
+use crate::store::pg::PgConn;
+use crate::store::sql::DbError;
+use crate::store::state::{
+    CheckRecord, STATUS_COLUMNS, STATUS_CONFLICT, record_error, write_record,
+};
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
@@ -63,7 +70,7 @@ const WATCHES: &str = "INSERT INTO watch (id, created_at, last_checked)
      SELECT w, at, at FROM unnest($1::text[], $2::int8[]) AS u(w, at)
      ON CONFLICT (id) DO UPDATE SET last_checked = excluded.last_checked";
 
-/// As `insert_snapshot!` in `super`: stored unless the hash is the
+/// As `insert_snapshot!` in `crate::store::core`: stored unless the hash is the
 /// watch's current snapshot's.
 const SNAPSHOTS: &str = "INSERT INTO snapshot (watch, taken_at, hash, size, xml, format)
      SELECT u.w, u.at, u.hash, u.size, u.xml, u.format
@@ -76,7 +83,7 @@ const SNAPSHOTS: &str = "INSERT INTO snapshot (watch, taken_at, hash, size, xml,
 const EVENTS: &str = "INSERT INTO change_event (watch, snapshot_id, at, kind, body)
      SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[])";
 
-/// `super::core::PRUNE_SNAPSHOTS` for each watch with a new snapshot.
+/// `crate::store::core::PRUNE_SNAPSHOTS` for each watch with a new snapshot.
 ///
 /// The rows are found watch by watch (a `LATERAL` subquery that `OFFSET 0`
 /// keeps from being flattened into a join), so each is an index scan on
@@ -94,7 +101,7 @@ const PRUNE_SNAPSHOTS: &str = "DELETE FROM snapshot WHERE ctid = ANY (ARRAY(
                                        ORDER BY id DESC LIMIT p.keep))
                 OFFSET 0) AS x))";
 
-/// `super::core::PRUNE_CHANGES` for each watch with a new snapshot, found as
+/// `crate::store::core::PRUNE_CHANGES` for each watch with a new snapshot, found as
 /// [`PRUNE_SNAPSHOTS`] finds them.
 const PRUNE_CHANGES: &str = "DELETE FROM change_event WHERE ctid = ANY (ARRAY(
        SELECT x.ctid
@@ -104,7 +111,7 @@ const PRUNE_CHANGES: &str = "DELETE FROM change_event WHERE ctid = ANY (ARRAY(
                   AND e.snapshot_id IS DISTINCT FROM p.cur
                 OFFSET 0) AS x))";
 
-/// `super::claim::note_next_run`, releasing the lease: the rows found by
+/// `crate::store::state::note_next_run`, releasing the lease: the rows found by
 /// their key (`= ANY`: an index scan), each one's next run looked up in
 /// the arrays (the watches differ).
 const CLAIMS: &str = "UPDATE watch_claim
@@ -144,7 +151,7 @@ const OUTBOX: &str = "INSERT INTO outbox
        AS u(id, w, n, at, digest, body)
      ON CONFLICT (alert_id, notifier) DO NOTHING";
 
-/// A host's request slot to give back ([`Store::give_back_host_slots`]).
+/// A host's request slot to give back ([`Replicas::give_back_host_slots`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotBack {
     /// The host.
@@ -155,21 +162,18 @@ pub struct SlotBack {
     pub owner: std::sync::Arc<str>,
 }
 
-/// `Store::give_back_host_slot` for each slot, in one statement committed
+/// `Replicas::give_back_host_slot` for each slot, in one statement committed
 /// without waiting for the WAL flush, as one slot alone is.
 const GIVE_BACK: &str = "UPDATE host_slot h SET owner = NULL, lease_until = NULL
      FROM unnest($1::text[], $2::int8[], $3::text[]) AS g(host, slot, owner)
      WHERE h.host = g.host AND h.slot = g.slot AND h.owner = g.owner
        AND set_config('synchronous_commit', 'off', true) IS NOT NULL";
 
-impl Store {
+impl Replicas<'_> {
     /// Gives back each of `slots` that its owner still holds, as
-    /// [`Store::give_back_host_slot`] does, in one statement (PostgreSQL,
-    /// planned for its arrays at each execution; SQLite keeps no slots).
+    /// [`Replicas::give_back_host_slot`] does, in one statement (planned
+    /// for its arrays at each execution).
     pub fn give_back_host_slots(&mut self, slots: &[SlotBack]) -> Result<(), StoreError> {
-        let Engine::Postgres(conn) = &self.engine else {
-            return Ok(());
-        };
         let hosts: Vec<&str> = slots.iter().map(|s| s.host.as_str()).collect();
         let numbers: Vec<i64> = slots.iter().map(|s| s.slot).collect();
         let owners: Vec<&str> = slots.iter().map(|s| &*s.owner).collect();
@@ -181,31 +185,29 @@ impl Store {
                 (&owners, Type::TEXT_ARRAY),
             ],
         );
+        let conn = &*self.conn;
         conn.rt
             .block_on(send.execute(&conn.client))
             .and_then(|sent| sent.map_err(DbError::from))
             .map(drop)
-            .map_err(|source| StoreError::Database {
-                path: self.path.clone(),
-                action: "give back request slots".to_owned(),
-                source,
-            })
+            .map_err(self.error("give back request slots"))
     }
 
     /// Writes several checks' records, each as [`Store::write_record`]
-    /// would, with one result per record in their order. PostgreSQL writes
-    /// them in one transaction (a group commit: see
-    /// [`super::pool::StorePool::record`]) when their watches differ; if
-    /// that transaction fails, each record is written again alone, so a
-    /// record the database refuses fails only its own check.
+    /// would, with one result per record in their order: in one
+    /// transaction (a group commit: see [`ReplicaPool::record`]) when
+    /// there are several and their watches differ; if that transaction
+    /// fails, each record is written again alone, so a record the
+    /// database refuses fails only its own check.
+    ///
+    /// [`ReplicaPool::record`]: super::ReplicaPool::record
+    /// [`Store::write_record`]: crate::store::Store::write_record
     pub fn write_records(
         &mut self,
         records: &[CheckRecord],
     ) -> Vec<Result<Option<Recorded>, StoreError>> {
-        if let Engine::Postgres(conn) = &self.engine
-            && records.len() > 1
-        {
-            match write(conn, records) {
+        if records.len() > 1 {
+            match write(self.conn, records) {
                 Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
                 Err(error) => {
                     tracing::debug!(records = records.len(), error = %error,
@@ -215,13 +217,19 @@ impl Store {
         }
         records.iter().map(|r| self.write_record(r)).collect()
     }
+
+    /// Writes one check's record alone, as
+    /// [`Store::write_record`](crate::store::Store::write_record) does.
+    pub(super) fn write_record(
+        &mut self,
+        record: &CheckRecord,
+    ) -> Result<Option<Recorded>, StoreError> {
+        self.transaction(record_error(&record.watch), |db| write_record(db, record))
+    }
 }
 
 /// Writes `records` in one transaction: what each came to, in order.
-pub(super) fn write(
-    conn: &PgConn,
-    records: &[CheckRecord],
-) -> Result<Vec<Option<Recorded>>, DbError> {
+fn write(conn: &PgConn, records: &[CheckRecord]) -> Result<Vec<Option<Recorded>>, DbError> {
     let mut watches = HashSet::new();
     if !records.iter().all(|r| watches.insert(r.watch.as_str())) {
         return Err(DbError::Group("a watch appears twice"));
@@ -247,7 +255,7 @@ pub(super) fn write(
 }
 
 /// Rolls back a transaction left open by an error or a panic (best
-/// effort, as [`super::pg`]'s own guard).
+/// effort, as [`crate::store::pg`]'s own guard).
 struct Rollback<'a> {
     conn: &'a PgConn,
     open: bool,

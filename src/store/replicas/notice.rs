@@ -2,8 +2,8 @@
 //! now" and "reload your watch files", sent with `NOTIFY` and heard on a
 //! connection of its own with `LISTEN`.
 //!
-//! Takes a [`Notice`] from a replica ([`Store::announce`]); gives every
-//! other replica listening on the database ([`listen`]) that notice, within
+//! Takes a [`Notice`] from a replica ([`Replicas::announce`]); gives every
+//! other replica listening on the database ([`ReplicaPool::listen`]) that notice, within
 //! the database's round trip, without waiting for any poll.
 //!
 //! # Decisions
@@ -26,8 +26,12 @@
 //!   one of its own, and when it drops, opens another after a back-off
 //!   from [`BACKOFF_MIN`] doubling up to [`BACKOFF_MAX`] (reset once
 //!   listening again), until shutdown.
-//! - **SQLite**: one daemon per file, nobody to tell. [`Store::announce`]
-//!   does nothing and nobody listens.
+//! - **SQLite**: one daemon per file, nobody to tell: it has no
+//!   [`Replicas`] to announce with and no [`ReplicaPool`] to listen on.
+//!
+//! [`Store::request_check`]: crate::store::Store::request_check
+//! [`ReplicaPool`]: super::ReplicaPool
+//! [`ReplicaPool::listen`]: super::ReplicaPool::listen
 
 use std::time::Duration;
 
@@ -36,9 +40,10 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::core::{Engine, Store, StoreError};
-use super::database::PostgresUrl;
-use super::sql::args;
+use super::Replicas;
+use crate::store::core::StoreError;
+use crate::store::database::PostgresUrl;
+use crate::store::sql::{DbError, args};
 
 /// The `LISTEN`/`NOTIFY` channel of semclip's replicas.
 pub const CHANNEL: &str = "semclip";
@@ -72,27 +77,24 @@ pub struct Announcement {
     pub notice: Notice,
 }
 
-impl Store {
+impl Replicas<'_> {
     /// Tells every replica listening on this database `notice`, from
-    /// replica `from`. Nothing on SQLite.
+    /// replica `from`.
     pub fn announce(&mut self, from: &str, notice: Notice) -> Result<(), StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(());
-        }
         let payload = serde_json::to_string(&Announcement {
             from: from.to_owned(),
             notice,
         })
         .map_err(|error| StoreError::Database {
-            path: self.path.clone(),
+            path: self.path.to_owned(),
             action: "encode a notice".to_owned(),
-            source: super::sql::DbError::Setup(std::io::Error::other(error)),
+            source: DbError::Setup(std::io::Error::other(error)),
         })?;
         self.db()
             // `execute`: pg_notify returns `void`, which no row type reads.
             .execute("SELECT pg_notify(?1, ?2)", args![CHANNEL, payload.as_str()])
             .map_err(|source| StoreError::Database {
-                path: self.path.clone(),
+                path: self.path.to_owned(),
                 action: "notify the other replicas".to_owned(),
                 source,
             })
@@ -104,7 +106,7 @@ impl Store {
 /// handing each to `heard` (its own replica's included). Reconnects with a
 /// back-off when the connection drops; `listening` is called each time
 /// the connection listens (again).
-pub async fn listen(
+pub(super) async fn listen(
     url: &PostgresUrl,
     mut heard: impl FnMut(Announcement),
     mut listening: impl FnMut(),
@@ -199,7 +201,7 @@ async fn connect(url: &PostgresUrl) -> Result<(tokio_postgres::Client, Messages)
         futures::stream::poll_fn(move |cx| connection.poll_message(cx)).boxed()
     }
     if url.tls() {
-        let tls = tokio_postgres_rustls::MakeRustlsConnect::new(super::pg::tls_config()?);
+        let tls = tokio_postgres_rustls::MakeRustlsConnect::new(crate::store::pg::tls_config()?);
         let (client, connection) = url.config().connect(tls).await?;
         Ok((client, stream(connection)))
     } else {

@@ -3,7 +3,7 @@
 //!
 //! Takes a replica's watch set ([`WatchSet`]: each watch's id and the
 //! BLAKE3 hash of its file) and its heartbeats; gives the live replicas
-//! and their sets ([`Store::live_replicas`]), the *reference* set (the one
+//! and their sets ([`Replicas::live_replicas`]), the *reference* set (the one
 //! most live replicas run, [`reference()`]) and which of a replica's
 //! watches are defined differently there ([`WatchSet::differing`]).
 //!
@@ -20,14 +20,15 @@
 //! - **The reference set** is the hash most live replicas publish; on a
 //!   tie (two replicas mid-deploy) the one published last wins, so a
 //!   rolling deploy moves forward rather than back.
-//! - **SQLite**: one daemon, nothing to compare; publishing does nothing
-//!   and the list of replicas is empty.
+//! - **SQLite**: one daemon, nothing to compare: it has no [`Replicas`]
+//!   to publish with, and the daemon runs no replica view.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::core::{Engine, Store, StoreError, from_millis, to_millis};
-use super::sql::args;
+use super::Replicas;
+use crate::store::core::{StoreError, from_millis, to_millis};
+use crate::store::sql::args;
 
 /// How long after its last heartbeat a replica counts as live.
 pub const LIVE_FOR: Duration = Duration::from_secs(30);
@@ -143,25 +144,22 @@ impl ReplicaSummary {
     }
 }
 
-impl Store {
+impl Replicas<'_> {
     /// Publishes the watch set `replica` runs (at start and after each
     /// reload), with a heartbeat at `now`; deletes the rows of replicas
-    /// dead for long (ten times [`LIVE_FOR`]). Nothing on SQLite.
+    /// dead for long (ten times [`LIVE_FOR`]).
     pub fn publish_watch_set(
         &mut self,
         replica: &str,
         set: &WatchSet,
         now: SystemTime,
     ) -> Result<(), StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(());
-        }
         let now_ms = to_millis(now)?;
         let gone_ms = to_millis(now.checked_sub(LIVE_FOR * 10).unwrap_or(now))?;
         let definitions = serde_json::to_string(&set.definitions).unwrap_or_default();
         let watches = i64::try_from(set.definitions.len()).unwrap_or(i64::MAX);
         let hash = set.hash();
-        let err = self.database_error("publish the watch set");
+        let err = self.error("publish the watch set");
         self.transaction(&err, |db| {
             db.execute("DELETE FROM replica WHERE heartbeat < ?1", args![gone_ms])
                 .map_err(&err)?;
@@ -187,11 +185,8 @@ impl Store {
     /// Records that `replica` is alive at `now`. False when it has no row
     /// (never published, or deleted as dead): publish again.
     pub fn heartbeat(&mut self, replica: &str, now: SystemTime) -> Result<bool, StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(true);
-        }
         let now_ms = to_millis(now)?;
-        let err = self.database_error("record a heartbeat");
+        let err = self.error("record a heartbeat");
         let updated = self
             .db()
             .execute(
@@ -202,12 +197,9 @@ impl Store {
         Ok(updated > 0)
     }
 
-    /// Deletes `replica`'s row (it stops). Nothing on SQLite.
+    /// Deletes `replica`'s row (it stops).
     pub fn leave(&mut self, replica: &str) -> Result<(), StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(());
-        }
-        let err = self.database_error("leave the replicas");
+        let err = self.error("leave the replicas");
         self.db()
             .execute("DELETE FROM replica WHERE id = ?1", args![replica])
             .map_err(&err)
@@ -215,13 +207,9 @@ impl Store {
     }
 
     /// The replicas with a heartbeat since `now` - [`LIVE_FOR`], by id.
-    /// Empty on SQLite.
     pub fn live_replicas(&mut self, now: SystemTime) -> Result<Vec<ReplicaRow>, StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(Vec::new());
-        }
         let since_ms = to_millis(now.checked_sub(LIVE_FOR).unwrap_or(now))?;
-        let err = self.database_error("read the replicas");
+        let err = self.error("read the replicas");
         let rows = self
             .db()
             .query(
@@ -255,10 +243,7 @@ impl Store {
     /// The watch set a replica with watch-set hash `hash` published (the
     /// most recently published of them), if any.
     pub fn published_watch_set(&mut self, hash: &str) -> Result<Option<WatchSet>, StoreError> {
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            return Ok(None);
-        }
-        let err = self.database_error("read a published watch set");
+        let err = self.error("read a published watch set");
         let Some(mut row) = self
             .db()
             .query_opt(
@@ -276,17 +261,6 @@ impl Store {
             source: e.to_string().into(),
         })?;
         Ok(Some(WatchSet { definitions }))
-    }
-
-    /// A function making a [`StoreError::Database`] for `action`.
-    fn database_error(&self, action: &str) -> impl Fn(super::sql::DbError) -> StoreError + use<> {
-        let path = self.path.clone();
-        let action = action.to_owned();
-        move |source| StoreError::Database {
-            path: path.clone(),
-            action: action.clone(),
-            source,
-        }
     }
 }
 
