@@ -18,7 +18,9 @@
 //! 2. **Sibling groups.** Under each parent, the children that carry
 //!    content are clustered greedily: same tag and a shape Jaccard index of
 //!    at least [`SIMILARITY`] with the cluster's first member. Table cells,
-//!    definition terms and options are never records.
+//!    definition terms and options are never records. Text-less
+//!    skeletons among records with text are left out
+//!    ([`filter::drop_placeholders`]).
 //! 3. **Regions.** Which groups are data regions is decided bottom-up over
 //!    the tree (a small dynamic programme): a group either *is* a region
 //!    (its members are the records) or its members are containers whose
@@ -32,7 +34,8 @@
 //!    rows) and wins regardless.
 //! 4. **Page filter.** Regions far below the page's best
 //!    ([`MIN_SHARE_OF_BEST`]), tiny ones ([`MIN_SCORE`], [`MIN_RECORDS`])
-//!    and text-poor ones ([`MIN_TEXT`]) are dropped.
+//!    and text-poor ones ([`MIN_TEXT`]) are dropped. Lists of form
+//!    controls weigh as chrome ([`filter::is_controls`]).
 //! 5. **Record level.** A group member may be only layout around the
 //!    record: see [`record_root`].
 //! 6. **Fields.** Text leaves, links and images of each record, named by
@@ -53,6 +56,7 @@ use crate::template::cluster::Template;
 use crate::template::minhash::jaccard;
 use crate::template::tree::PageTree;
 
+mod filter;
 mod heading;
 
 pub use heading::{MAX_HEADING, heading};
@@ -424,7 +428,8 @@ fn sibling_groups(page: &Page<'_>, parent: u32) -> Vec<Group> {
     clusters
         .into_iter()
         .filter(|m| m.len() >= 2)
-        .map(|members| {
+        .map(|mut members| {
+            filter::drop_placeholders(page, &mut members);
             let score = region_score(page, &members);
             Group {
                 members,
@@ -461,7 +466,7 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
         return 0.0;
     }
     let mut w = if single { SINGLE_LEAF_WEIGHT } else { 1.0 };
-    if in_chrome(page, members[0]) {
+    if in_chrome(page, members[0]) || filter::is_controls(page, members) {
         w *= CHROME_WEIGHT;
     }
     w * members
