@@ -18,7 +18,9 @@
 //! 2. **Sibling groups.** Under each parent, the children that carry
 //!    content are clustered greedily: same tag and a shape Jaccard index of
 //!    at least [`SIMILARITY`] with the cluster's first member. Table cells,
-//!    definition terms and options are never records.
+//!    definition terms and options are never records. Text-less
+//!    skeletons among records with text are left out
+//!    ([`filter::drop_placeholders`]).
 //! 3. **Regions.** Which groups are data regions is decided bottom-up over
 //!    the tree (a small dynamic programme): a group either *is* a region
 //!    (its members are the records) or its members are containers whose
@@ -32,7 +34,8 @@
 //!    rows) and wins regardless.
 //! 4. **Page filter.** Regions far below the page's best
 //!    ([`MIN_SHARE_OF_BEST`]), tiny ones ([`MIN_SCORE`], [`MIN_RECORDS`])
-//!    and text-poor ones ([`MIN_TEXT`]) are dropped.
+//!    and text-poor ones ([`MIN_TEXT`]) are dropped. Lists of form
+//!    controls weigh as chrome ([`filter::is_controls`]).
 //! 5. **Record level.** A group member may be only layout around the
 //!    record: see [`record_root`].
 //! 6. **Fields.** Text leaves, links and images of each record, named by
@@ -52,6 +55,11 @@ use crate::page::dom::{Dom, NodeData, NodeId};
 use crate::template::cluster::Template;
 use crate::template::minhash::jaccard;
 use crate::template::tree::PageTree;
+
+mod filter;
+mod heading;
+
+pub use heading::{MAX_HEADING, heading};
 
 /// Levels of tag path kept in an element's shape. Deep enough to see a
 /// card's inner layout (card / body / title / link / text), shallow enough
@@ -420,7 +428,8 @@ fn sibling_groups(page: &Page<'_>, parent: u32) -> Vec<Group> {
     clusters
         .into_iter()
         .filter(|m| m.len() >= 2)
-        .map(|members| {
+        .map(|mut members| {
+            filter::drop_placeholders(page, &mut members);
             let score = region_score(page, &members);
             Group {
                 members,
@@ -457,7 +466,7 @@ fn region_score(page: &Page<'_>, members: &[u32]) -> f64 {
         return 0.0;
     }
     let mut w = if single { SINGLE_LEAF_WEIGHT } else { 1.0 };
-    if in_chrome(page, members[0]) {
+    if in_chrome(page, members[0]) || filter::is_controls(page, members) {
         w *= CHROME_WEIGHT;
     }
     w * members
@@ -539,135 +548,6 @@ pub struct Candidate {
 pub fn extract(dom: &Dom) -> Records {
     let page = Page::build(dom);
     records_of(&page, regions(&page, &|_| true))
-}
-
-/// Longest heading (characters) given to a list ([`heading`]).
-pub const MAX_HEADING: usize = 80;
-
-/// Levels above the first record searched for the list's heading.
-const HEADING_LEVELS: usize = 6;
-
-/// Preceding siblings looked at per level for the list's heading.
-const HEADING_SIBLINGS: usize = 6;
-
-/// A preceding sibling holding more text than this is content of its own
-/// (another section), not the list's title block.
-const HEADING_BLOCK_TEXT: usize = 200;
-
-/// The heading a page gives the list whose first record is the first of
-/// `records` (for naming a clip): going up from that record at most
-/// [`HEADING_LEVELS`] levels, the container's `aria-label` or a table's
-/// `<caption>`, else the nearest heading (`h1`-`h6`, `role="heading"`)
-/// among the preceding siblings, itself or inside a short title block
-/// ([`HEADING_BLOCK_TEXT`]). A sibling with more text than that is
-/// another section: the search goes up a level instead. Whitespace
-/// collapsed, cut at [`MAX_HEADING`] characters at a word boundary.
-pub fn heading(dom: &Dom, records: &Records) -> Option<String> {
-    let first = records.records.first()?.xpaths.first()?;
-    let mut cur = resolve_index_xpath(dom, first)?;
-    for _ in 0..HEADING_LEVELS {
-        let parent = dom.parent(cur)?;
-        let kids: Vec<NodeId> = dom
-            .children(parent)
-            .filter(|&c| dom.element(c).is_some())
-            .collect();
-        let at = kids.iter().position(|&k| k == cur).unwrap_or(0);
-        for &sib in kids[..at].iter().rev().take(HEADING_SIBLINGS) {
-            if is_heading(dom, sib) {
-                return cut_heading(&dom.text_content(sib));
-            }
-            let text = dom.text_content(sib);
-            if text.chars().count() > HEADING_BLOCK_TEXT {
-                break;
-            }
-            if let Some(h) = first_heading(dom, sib) {
-                return cut_heading(&dom.text_content(h));
-            }
-        }
-        let el = dom.element(parent)?;
-        if &*el.name == "body" {
-            return None;
-        }
-        if let Some(l) = el.attr("aria-label").and_then(cut_heading) {
-            return Some(l);
-        }
-        if &*el.name == "table"
-            && let Some(c) = dom.child_element(parent, "caption")
-            && let Some(l) = cut_heading(&dom.text_content(c))
-        {
-            return Some(l);
-        }
-        cur = parent;
-    }
-    None
-}
-
-/// An `h1`-`h6` or an element with `role="heading"`.
-fn is_heading(dom: &Dom, n: NodeId) -> bool {
-    dom.element(n).is_some_and(|e| {
-        matches!(&*e.name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
-            || e.attr("role") == Some("heading")
-    })
-}
-
-/// The first heading inside `n`, in document order.
-fn first_heading(dom: &Dom, n: NodeId) -> Option<NodeId> {
-    let mut stack: Vec<NodeId> = dom.children(n).collect();
-    stack.reverse();
-    while let Some(c) = stack.pop() {
-        if is_heading(dom, c) {
-            return Some(c);
-        }
-        let mark = stack.len();
-        stack.extend(dom.children(c));
-        stack[mark..].reverse();
-    }
-    None
-}
-
-/// A heading's text, whitespace collapsed and cut at [`MAX_HEADING`]
-/// characters at a word boundary; `None` when empty.
-fn cut_heading(text: &str) -> Option<String> {
-    let text = super::collapse_whitespace(text);
-    if text.is_empty() {
-        return None;
-    }
-    if text.chars().count() <= MAX_HEADING {
-        return Some(text);
-    }
-    let mut out = String::new();
-    for w in text.split(' ') {
-        if out.chars().count() + w.chars().count() + 1 > MAX_HEADING {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    if out.is_empty() {
-        out = text.chars().take(MAX_HEADING).collect();
-    }
-    Some(out)
-}
-
-/// The element an index XPath of this module (`/body[1]/div[3]/li[2]`)
-/// names in `dom`.
-fn resolve_index_xpath(dom: &Dom, xpath: &str) -> Option<NodeId> {
-    let mut steps = xpath.split('/').filter(|s| !s.is_empty());
-    if steps.next()? != "body[1]" {
-        return None;
-    }
-    let mut cur = dom.body()?;
-    for step in steps {
-        let (name, index) = step.strip_suffix(']')?.split_once('[')?;
-        let index: usize = index.parse().ok()?;
-        cur = dom
-            .children(cur)
-            .filter(|&c| dom.element(c).is_some_and(|e| &*e.name == name))
-            .nth(index.checked_sub(1)?)?;
-    }
-    Some(cur)
 }
 
 /// The records of a page of a site whose template was learned: the

@@ -123,16 +123,17 @@ fn next_eval_records_f1() {
         s.micro.0, s.micro.1, s.micro.2, s.pages.0, s.pages.1, s.pages.2
     );
     eprintln!("worst pages (F1, page): {:?}", s.worst);
-    // Floors just under the measured 0.7564 micro / 0.7059 page-averaged
-    // F1 (bench/records/README.md): a regression fails, noise does not.
-    assert!(s.micro.2 >= 0.75, "micro F1 {:.4} < 0.75", s.micro.2);
+    // Floors just under the measured 0.7611 micro / 0.7117 page-averaged
+    // F1, P 0.8748, R 0.6736 (bench/records/README.md): a regression
+    // fails, noise does not.
+    assert!(s.micro.2 >= 0.76, "micro F1 {:.4} < 0.76", s.micro.2);
     assert!(
-        s.pages.2 >= 0.70,
-        "page-averaged F1 {:.4} < 0.70",
+        s.pages.2 >= 0.71,
+        "page-averaged F1 {:.4} < 0.71",
         s.pages.2
     );
-    assert!(s.micro.0 >= 0.85, "micro precision {:.4} < 0.85", s.micro.0);
-    assert!(s.micro.1 >= 0.66, "micro recall {:.4} < 0.66", s.micro.1);
+    assert!(s.micro.0 >= 0.87, "micro precision {:.4} < 0.87", s.micro.0);
+    assert!(s.micro.1 >= 0.67, "micro recall {:.4} < 0.67", s.micro.1);
 }
 
 /// Field names and row keys of `extract: records` over the next-eval
