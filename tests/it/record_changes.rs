@@ -328,3 +328,206 @@ fn an_each_threshold_must_read_within_the_record() {
         "{text}"
     );
 }
+
+/// The records of `html` as a watch with `monitor: data` and one
+/// `extract: records` clip holds them.
+fn records_page(html: &str) -> semclip::hierarchy::Hierarchy {
+    use semclip::extract::{records, vocabulary};
+    let found = records::extract(&semclip::page::dom::Dom::parse(html));
+    semclip::hierarchy::Hierarchy {
+        title: Some("List".to_owned()),
+        children: vec![vocabulary::records_node(
+            &found,
+            semclip::hierarchy::number::DecimalStyle::Point,
+        )],
+        ..Default::default()
+    }
+}
+
+/// The record changes between two pages, as a check finds them (rows
+/// re-keyed to the new version's choice, then the diff), as
+/// `(kind, key)` sorted.
+fn record_changes(old: &str, new: &str) -> Vec<(String, String)> {
+    let (mut old, new) = (records_page(old), records_page(new));
+    semclip::hierarchy::key::align(&mut old, &new);
+    let changes = semclip::diff::diff(&old, &new);
+    let (records, plain) = semclip::diff::by_record(&changes);
+    assert!(plain.is_empty(), "changes outside records: {changes:#?}");
+    let mut out: Vec<(String, String)> = records
+        .iter()
+        .map(|r| (r.kind.word().to_owned(), r.record.key.clone()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A small deterministic generator (a linear congruential one): the
+/// test's lists differ per seed and never per run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+/// An item of a generated shop list: a product name, a city, a price.
+type Item = (String, &'static str, u32);
+
+const NOUNS: [&str; 12] = [
+    "kettle", "lamp", "tower fan", "desk", "office chair", "bookshelf", "toaster", "blender",
+    "rice cooker", "coffee grinder", "floor mat", "wall clock",
+];
+const ADJECTIVES: [&str; 8] = [
+    "Compact", "Deluxe", "Cordless", "Vintage", "Smart", "Foldable", "Quiet", "Stainless",
+];
+const CITIES: [&str; 6] = ["Berlin", "Paris", "Madrid", "Lisbon", "Rome", "Vienna"];
+
+fn item(rng: &mut Lcg, n: usize) -> Item {
+    let name = format!(
+        "{} {} model {}",
+        ADJECTIVES[rng.below(ADJECTIVES.len())],
+        NOUNS[rng.below(NOUNS.len())],
+        100 + n
+    );
+    (name, CITIES[rng.below(CITIES.len())], 20 + 10 * rng.below(90) as u32)
+}
+
+/// The list as one of three page shapes: cards in a `<ul>`, `<div>`
+/// cards, or the rows of a `<table>`.
+fn shop_page(shape: usize, items: &[Item]) -> String {
+    let body: String = match shape {
+        0 => {
+            let lis: String = items
+                .iter()
+                .map(|(name, city, price)| {
+                    format!(
+                        "<li class=\"product\"><h3><a href=\"/p/{}\">{name}</a></h3>\
+                         <span class=\"city\">Ships from {city}</span>\
+                         <span class=\"price\">€{price}.00</span></li>",
+                        name.replace(' ', "-")
+                    )
+                })
+                .collect();
+            format!("<ul class=\"products\">{lis}</ul>")
+        }
+        1 => items
+            .iter()
+            .map(|(name, city, price)| {
+                format!(
+                    "<div class=\"card\"><h2 class=\"title\">{name}</h2>\
+                     <p class=\"where\">In stock in {city}</p>\
+                     <div class=\"price\">{price}.00 EUR</div></div>"
+                )
+            })
+            .collect::<String>(),
+        _ => {
+            let rows: String = items
+                .iter()
+                .map(|(name, city, price)| {
+                    format!("<tr><td>{name}</td><td>{city}</td><td>{price}.00</td></tr>")
+                })
+                .collect();
+            format!(
+                "<table><tr><th>Product</th><th>Warehouse</th><th>Price</th></tr>{rows}</table>"
+            )
+        }
+    };
+    format!(
+        "<html><head><title>Shop</title></head><body><header><a href=\"/\">Home</a> \
+         <a href=\"/about\">About</a></header><main><h1>Our products</h1>{body}</main>\
+         <footer>© Shop</footer></body></html>"
+    )
+}
+
+#[test]
+fn inserted_removed_and_edited_records_are_reported_with_their_keys_and_a_reorder_is_not() {
+    for seed in 0..24u64 {
+        let mut rng = Lcg(seed);
+        let shape = (seed % 3) as usize;
+        let n = 8 + rng.below(8);
+        let old: Vec<Item> = (0..n).map(|i| item(&mut rng, i)).collect();
+        let mut new = old.clone();
+        let mut expected: Vec<(String, String)> = Vec::new();
+        // Edit one price, remove one record, insert one, swap two.
+        let e = rng.below(new.len());
+        new[e].2 += 5;
+        expected.push(("changed".to_owned(), new[e].0.clone()));
+        let mut r = rng.below(new.len());
+        if r == e {
+            r = (r + 1) % new.len();
+        }
+        let gone = new.remove(r);
+        expected.push(("removed".to_owned(), gone.0));
+        let added = item(&mut rng, 500);
+        let at = rng.below(new.len() + 1);
+        new.insert(at, added.clone());
+        expected.push(("new".to_owned(), added.0));
+        let (a, b) = (rng.below(new.len()), rng.below(new.len()));
+        new.swap(a, b);
+        expected.sort();
+        let (before, after) = (shop_page(shape, &old), shop_page(shape, &new));
+        assert_eq!(
+            record_changes(&before, &after),
+            expected,
+            "seed {seed}, shape {shape}\n{before}\n{after}"
+        );
+        // A pure reorder is no change.
+        let mut shuffled = old.clone();
+        shuffled.reverse();
+        assert_eq!(
+            record_changes(&before, &shop_page(shape, &shuffled)),
+            Vec::<(String, String)>::new(),
+            "seed {seed}, shape {shape}: reversed"
+        );
+    }
+}
+
+#[test]
+fn an_edited_record_of_a_corpus_list_page_is_one_changed_record_with_its_key() {
+    let Some(corpus) = crate::util::corpus("record_changes_corpus") else {
+        return;
+    };
+    let dir = corpus.join("records/next-eval/html");
+    let mut pages: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    pages.sort();
+    let mut tried = 0;
+    for path in &pages {
+        let html = std::fs::read_to_string(path).unwrap();
+        let h = records_page(&html);
+        let Some(table) = h.children.first() else { continue };
+        // A field of a record in the middle of the list whose text the
+        // page's source holds exactly once, so that editing the source
+        // edits that field alone.
+        let rows = &table.children;
+        let candidate = rows.iter().skip(rows.len() / 2).find_map(|row| {
+            let key = row.key.clone()?;
+            row.children.iter().find_map(|cell| {
+                let text = cell.text.as_deref()?;
+                (text.len() >= 6
+                    && !text.contains(['&', '<', '>'])
+                    && html.matches(text).count() == 1)
+                    .then(|| (key.clone(), text.to_owned()))
+            })
+        });
+        let Some((key, text)) = candidate else { continue };
+        let edited = html.replacen(&text, &format!("{text} (edited)"), 1);
+        let got = record_changes(&html, &edited);
+        assert_eq!(
+            got,
+            [("changed".to_owned(), key.clone())],
+            "{}: editing {text:?} of record {key:?}",
+            path.display()
+        );
+        tried += 1;
+    }
+    assert!(tried >= 20, "only {tried} corpus pages had an editable record");
+}
