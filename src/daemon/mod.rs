@@ -1075,6 +1075,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::sync::lock;
 
     /// A log sink the test reads back.
     #[derive(Clone, Default)]
@@ -1082,7 +1083,7 @@ mod tests {
 
     impl std::io::Write for Sink {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            lock(&self.0).extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -1111,7 +1112,7 @@ mod tests {
             .with_writer(move || writer.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, || log_outcome(report));
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(lock(&sink.0).clone()).unwrap();
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()

@@ -40,6 +40,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
+use crate::sync::lock;
+
 /// Descriptors kept for the daemon itself whatever the connection cap: the
 /// store's connections, its log, the watches directory watcher, the demo
 /// site, the XSLT files.
@@ -86,7 +88,7 @@ struct ClientSlot {
 impl Clients {
     /// Counts a connection from `ip`, unless it already has `max`.
     fn admit(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<ClientSlot> {
-        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = lock(&self.0);
         let n = open.entry(ip).or_insert(0);
         if *n >= max {
             return None;
@@ -101,7 +103,7 @@ impl Clients {
 
 impl Drop for ClientSlot {
     fn drop(&mut self) {
-        let mut open = self.clients.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = lock(&self.clients.0);
         if let Some(n) = open.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {

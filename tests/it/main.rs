@@ -9,6 +9,10 @@
     reason = "tests fail loudly on purpose"
 )]
 #![allow(
+    clippy::disallowed_methods,
+    reason = "a test's lock().unwrap() fails loudly on purpose; the daemon's poison recovery (semclip::sync::lock) is the library's"
+)]
+#![allow(
     clippy::too_many_lines,
     reason = "a test is a scenario told in order; the function budget is the library's"
 )]

@@ -110,6 +110,7 @@ use url::Url;
 
 use crate::page::fence::Fence;
 use crate::page::session::BrowserCookie;
+use crate::sync::lock;
 
 mod network;
 mod process;
@@ -1672,10 +1673,6 @@ fn protocol(step: &'static str) -> impl Fn(chromiumoxide::error::CdpError) -> Br
             _ => BrowserError::Protocol { step, reason },
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
