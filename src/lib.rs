@@ -95,3 +95,17 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     message
 }
+
+/// An error and its causes as a log field: `error = %ErrorChain(&error)`.
+///
+/// Every error a log line carries goes through this one adapter: a plain
+/// `%error` prints the top error only and loses its causes (a thiserror
+/// `Display` does not repeat its source, and `{:#}` is anyhow's, not
+/// theirs). The text is [`error_chain`]'s, `a: b: c`.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&error_chain(self.0))
+    }
+}

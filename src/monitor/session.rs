@@ -32,7 +32,6 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::error_chain;
 use crate::page::session::Jar;
 use crate::store::pool::StorePool;
 use crate::sync::lock;
@@ -122,12 +121,12 @@ impl Session {
                     tracing::debug!(session = %self.name, revision = stored.revision, cookies = jar.len(), "cookie jar read");
                 }
                 Err(error) => {
-                    tracing::warn!(session = %self.name, error = %error_chain(&error), "the stored cookie jar does not read; kept the one in memory");
+                    tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "the stored cookie jar does not read; kept the one in memory");
                 }
             },
             Ok(None) => {}
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "cannot read the stored cookie jar");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "cannot read the stored cookie jar");
             }
         }
     }
@@ -144,7 +143,7 @@ impl Session {
         let json = match self.jar.to_json() {
             Ok(json) => json,
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "the cookie jar does not serialise");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "the cookie jar does not serialise");
                 return;
             }
         };
@@ -160,7 +159,7 @@ impl Session {
                 *lock(&self.revision) = Some(revision);
             }
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "cannot store the cookie jar; kept in memory");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "cannot store the cookie jar; kept in memory");
             }
         }
     }

@@ -51,7 +51,7 @@ impl Workers {
             match spawned {
                 Ok(_) => started += 1,
                 Err(error) => {
-                    tracing::warn!(%error, "cannot start a check worker thread");
+                    tracing::warn!(error = %crate::ErrorChain(&error), "cannot start a check worker thread");
                     break;
                 }
             }

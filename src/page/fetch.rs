@@ -534,7 +534,7 @@ pub async fn fetch(
             Err(error) if attempt < req.retries && is_transient(&error) => {
                 attempt += 1;
                 let delay = backoff(attempt, Duration::from_secs(1));
-                tracing::info!(url = %req.url, attempt, ?delay, error = %error, "retrying");
+                tracing::info!(url = %req.url, attempt, ?delay, error = %crate::ErrorChain(&error), "retrying");
                 tokio::time::sleep(delay).await;
             }
             Err(error) => return Err(error),

@@ -224,7 +224,7 @@ impl Jar {
                 continue;
             }
             if let Err(error) = inner.store.insert_raw(&cookie, url) {
-                tracing::debug!(%url, cookie = cookie.name(), %error, "cookie refused");
+                tracing::debug!(%url, cookie = cookie.name(), error = %crate::ErrorChain(&error), "cookie refused");
                 continue;
             }
             if let Some(key) = stored_key(&cookie, url)
@@ -439,7 +439,7 @@ impl Jar {
                 continue;
             };
             if let Err(error) = store.insert_raw(&raw, &url) {
-                tracing::debug!(%url, cookie = %cookie.name, %error, "cookie refused");
+                tracing::debug!(%url, cookie = %cookie.name, error = %crate::ErrorChain(&error), "cookie refused");
             }
         }
         evict(store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);

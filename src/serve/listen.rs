@@ -130,7 +130,9 @@ pub fn connection_cap(configured: usize, concurrency: usize) -> usize {
         };
         match setrlimit(Resource::Nofile, raised) {
             Ok(()) => soft = Some(maximum),
-            Err(error) => tracing::debug!(%error, "cannot raise the descriptor limit"),
+            Err(error) => {
+                tracing::debug!(error = %crate::ErrorChain(&error), "cannot raise the descriptor limit")
+            }
         }
     }
     cap_for(configured, concurrency, soft)
@@ -156,7 +158,9 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     match listener.local_addr() {
         Ok(addr) => tracing::info!(%addr, "{LISTENING}"),
-        Err(error) => tracing::warn!(%error, "cannot read the address the server is bound to"),
+        Err(error) => {
+            tracing::warn!(error = %crate::ErrorChain(&error), "cannot read the address the server is bound to")
+        }
     }
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let clients = Arc::new(Clients::default());
@@ -176,7 +180,7 @@ pub async fn serve(
             Ok(accepted) => accepted,
             Err(error) if per_connection(&error) => continue,
             Err(error) => {
-                tracing::warn!(%error, "cannot accept a connection: pausing");
+                tracing::warn!(error = %crate::ErrorChain(&error), "cannot accept a connection: pausing");
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
             }
@@ -211,7 +215,7 @@ pub async fn serve(
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
-                        tracing::debug!(%error, "connection ended");
+                        tracing::debug!(error = %crate::ErrorChain(&error), "connection ended");
                     }
                     return;
                 }

@@ -351,7 +351,7 @@ fn lane(dir: &Path, name: &str, threads: usize) -> mpsc::Sender<Job> {
                 .run(&queue)
             })
         {
-            tracing::error!(%error, "cannot start an XSLT thread");
+            tracing::error!(error = %crate::ErrorChain(&error), "cannot start an XSLT thread");
         }
     }
     jobs

@@ -41,7 +41,7 @@ impl StoreHosts {
     }
 
     fn unavailable(host: &str, what: &str, error: PoolError) {
-        tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+        tracing::warn!(host, error = %crate::ErrorChain(&error),
             "cannot {what} in the store; counting this replica's requests only");
     }
 }
@@ -61,7 +61,7 @@ impl fetch::SharedHosts for StoreHosts {
             match reserved {
                 Ok(at) => Some(at),
                 Err(error) => {
-                    tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                    tracing::warn!(host, error = %crate::ErrorChain(&error),
                         "cannot reserve a request start in the store; spacing this replica's only");
                     None
                 }

@@ -994,7 +994,7 @@ impl Instance {
         tasks.push(tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 if let Err(error) = event {
-                    tracing::debug!(%error, "browser connection event");
+                    tracing::debug!(error = %crate::ErrorChain(&error), "browser connection event");
                 }
             }
         }));
@@ -1168,7 +1168,7 @@ impl Instance {
         match (result, closed) {
             (Ok(page), Err(error)) => {
                 // The page is good; the browser is not.
-                tracing::warn!(pid = self.pid, %error, "cannot close a tab");
+                tracing::warn!(pid = self.pid, error = %crate::ErrorChain(&error), "cannot close a tab");
                 self.spoiled.store(true, Ordering::SeqCst);
                 Ok(page)
             }

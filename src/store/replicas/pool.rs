@@ -320,7 +320,7 @@ impl SlotWriter {
                 .with(|replicas| replicas.give_back_host_slots(&slots))
             {
                 tracing::warn!(slots = slots.len(),
-                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    error = %crate::ErrorChain(&error),
                     "cannot give back request slots; each is free again when its lease ends");
             }
         }
