@@ -16,7 +16,7 @@ use std::fmt::Write as _;
     clippy::too_many_lines,
     reason = "writes one page top to bottom, its markup variants side by side"
 )]
-pub fn board_page(rows: usize, markup: usize, changed: usize) -> String {
+pub(crate) fn board_page(rows: usize, markup: usize, changed: usize) -> String {
     let alt = markup % 2 == 1;
     let mut s = String::with_capacity(rows * 240 + 8192);
     s.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");

@@ -6,13 +6,13 @@
 use std::fmt::Write as _;
 
 /// Builds a quote page of `markets` tables of `rows` issuers and 10 values.
-pub fn quote_page(markets: usize, rows: usize) -> String {
+pub(crate) fn quote_page(markets: usize, rows: usize) -> String {
     quote_page_revision(markets, rows, 0, 0)
 }
 
 /// The same page at a later `revision`: about `changed_pct` percent of the
 /// values differ from revision 0 (which cells is fixed by the numbers).
-pub fn quote_page_revision(
+pub(crate) fn quote_page_revision(
     markets: usize,
     rows: usize,
     revision: usize,

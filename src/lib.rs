@@ -11,30 +11,33 @@
 //! own stage and the stages above it in this list, never from one below
 //! (`tests/it/layers.rs` holds the code to that, and to no import circle):
 //!
-//! 1. [`page`]: load a page (file, stdin, URL through the fence, polite
+//! 1. [`sync`]: the one poison-recovering `Mutex` lock every stage takes;
+//! 2. [`page`]: load a page (file, stdin, URL through the fence, polite
 //!    fetching), decode it and parse it into a DOM within the page budget;
-//! 2. [`hierarchy`]: build the semantic hierarchy from the DOM (tables,
+//! 3. [`hierarchy`]: build the semantic hierarchy from the DOM (tables,
 //!    text, structured data, numbers), write it as XML/JSON/outline, read a
 //!    written one back, and its compact packed form;
-//! 3. [`xpath`]: check XPath syntax and evaluate XPath over a hierarchy
+//! 4. [`xpath`]: check XPath syntax and evaluate XPath over a hierarchy
 //!    (natively for the common forms, libxml2 for the rest);
-//! 4. [`diff`]: the semantic changes between two hierarchies, and how a
+//! 5. [`diff`]: the semantic changes between two hierarchies, and how a
 //!    change reads as one line;
-//! 5. [`template`]: structural similarity, clustering and templates of a
+//! 6. [`template`]: structural similarity, clustering and templates of a
 //!    site's pages;
-//! 6. [`extract`]: article, record and keyword-region extraction;
-//! 7. [`store`]: snapshots, change events, watch and threshold state, the
+//! 7. [`extract`]: article, record and keyword-region extraction;
+//! 8. [`store`]: snapshots, change events, watch and threshold state, the
 //!    outbox, in SQLite, and the pool the daemon shares;
-//! 8. [`config`]: watch files and the daemon file, read and validated in
+//! 9. [`config`]: watch files and the daemon file, read and validated in
 //!    two phases; schedules; starter YAML;
-//! 9. [`notify`]: notifiers (email, webhooks, chat services, files) that
-//!    deliver one alert;
-//! 10. [`monitor`]: one check of one watch (compare, thresholds, layout);
-//! 11. [`serve`]: the HTTP clip server, status pages, API and metrics;
-//! 12. [`daemon`]: `semclip run`: the scheduler, the outbox deliverer, the
+//! 10. [`notify`]: notifiers (email, webhooks, chat services, files) that
+//!     deliver one alert;
+//! 11. [`monitor`]: one check of one watch (compare, thresholds, layout);
+//! 12. [`serve`]: the HTTP clip server, status pages, API and metrics;
+//! 13. [`daemon`]: `semclip run`: the scheduler, the outbox deliverer, the
 //!     demo site, signals and reloads;
-//! 13. [`cli`] and [`commands`]: the command line and one module per
+//! 14. [`cli`] and [`commands`]: the command line and one module per
 //!     subcommand.
+
+pub mod sync;
 
 pub mod page;
 
@@ -91,4 +94,18 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// An error and its causes as a log field: `error = %ErrorChain(&error)`.
+///
+/// Every error a log line carries goes through this one adapter: a plain
+/// `%error` prints the top error only and loses its causes (a thiserror
+/// `Display` does not repeat its source, and `{:#}` is anyhow's, not
+/// theirs). The text is [`error_chain`]'s, `a: b: c`.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&error_chain(self.0))
+    }
 }

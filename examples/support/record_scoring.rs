@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
     clippy::needless_range_loop,
     reason = "the method updates several arrays in step by column index"
 )]
-pub fn assignment(w: &[Vec<f64>]) -> f64 {
+pub(crate) fn assignment(w: &[Vec<f64>]) -> f64 {
     let Some(first) = w.first() else {
         return 0.0;
     };
@@ -87,7 +87,7 @@ pub fn assignment(w: &[Vec<f64>]) -> f64 {
 /// `truth`. Pairs that share no XPath weigh 0 and change nothing, so the
 /// assignment is solved on each connected component of the "shares an
 /// XPath" graph separately (exact, and tiny: most records are one XPath).
-pub fn matched_overlap(pred: &[Vec<String>], truth: &[Vec<String>]) -> f64 {
+pub(crate) fn matched_overlap(pred: &[Vec<String>], truth: &[Vec<String>]) -> f64 {
     let ps: Vec<HashSet<&str>> = pred
         .iter()
         .map(|r| r.iter().map(String::as_str).collect())
@@ -157,7 +157,7 @@ pub fn matched_overlap(pred: &[Vec<String>], truth: &[Vec<String>]) -> f64 {
 }
 
 /// The harmonic mean of `p` and `r` (0 when both are 0).
-pub fn f1(p: f64, r: f64) -> f64 {
+pub(crate) fn f1(p: f64, r: f64) -> f64 {
     if p + r > 0.0 {
         2.0 * p * r / (p + r)
     } else {

@@ -139,7 +139,7 @@ async fn start_demo(addr: std::net::SocketAddr, out: &mut dyn Write) -> anyhow::
     match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => Ok(DemoSite(Some(tokio::spawn(async move {
             if let Err(error) = crate::daemon::demo::serve_on(listener).await {
-                tracing::error!(%addr, %error, "the demo site failed");
+                tracing::error!(%addr, error = %crate::ErrorChain(&error), "the demo site failed");
             }
         })))),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {

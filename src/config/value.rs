@@ -28,7 +28,7 @@ impl Pos {
     }
 
     /// The start of a file.
-    pub const START: Pos = Pos { line: 1, column: 1 };
+    pub(crate) const START: Pos = Pos { line: 1, column: 1 };
 }
 
 /// A value with the position it was written at.

@@ -89,6 +89,7 @@ use anyhow::Context;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::config::{self, DaemonConfig, Diagnostic, Loaded, Watch};
 use crate::monitor::check::{self, CheckReport, Engine, PageOutcome};
@@ -392,7 +393,7 @@ fn forward_check_now(
             if let Err(error) = requested {
                 // The local scheduler still checks it if no other replica
                 // holds the run.
-                tracing::warn!(watch = %id, error = %format!("{:#}", anyhow::Error::from(error)), "cannot store the check request");
+                tracing::warn!(watch = %id, error = %crate::ErrorChain(&error), "cannot store the check request");
             }
             if tx.send(id).is_err() {
                 return;
@@ -495,7 +496,7 @@ async fn start_replica_view(
         }
         let replica = Arc::clone(&view.replica);
         if let Err(error) = view.replicas.run(move |r| r.leave(&replica)).await {
-            tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+            tracing::warn!(error = %crate::ErrorChain(&error),
                 "cannot remove this replica from the live ones");
         }
     });
@@ -518,7 +519,7 @@ impl ReplicaView {
             .run(move |r| r.publish_watch_set(&replica, &set, SystemTime::now()))
             .await;
         if let Err(error) = published {
-            tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+            tracing::warn!(error = %crate::ErrorChain(&error),
                 "cannot publish this replica's watch set");
         }
     }
@@ -533,7 +534,7 @@ impl ReplicaView {
             Ok(true) => {}
             // Deleted as dead (a long pause): publish again.
             Ok(false) => self.publish(own).await,
-            Err(error) => tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+            Err(error) => tracing::warn!(error = %crate::ErrorChain(&error),
                 "cannot record this replica's heartbeat"),
         }
     }
@@ -564,7 +565,7 @@ impl ReplicaView {
         let summary = match summary {
             Ok(summary) => summary,
             Err(error) => {
-                tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
+                tracing::warn!(error = %crate::ErrorChain(&error),
                     "cannot compare the replicas' watch sets");
                 return last;
             }
@@ -656,7 +657,7 @@ async fn start_server(
     let shutdown = shared.shutdown.clone().cancelled_owned();
     shared.tasks.spawn(async move {
         if let Err(error) = crate::serve::serve(listener, serving, shutdown).await {
-            tracing::error!(error = %format!("{error:#}"), "the HTTP server failed");
+            tracing::error!(error = %crate::ErrorChain(&error), "the HTTP server failed");
         }
     });
     tracing::info!(addr = %local, "serving clips, feeds, the API and status pages");
@@ -671,7 +672,7 @@ fn start_demo(shared: &Shared, addr: SocketAddr) {
             () = shutdown.cancelled() => {}
             served = crate::daemon::demo::serve(addr) => {
                 if let Err(error) = served {
-                    tracing::error!(%addr, %error, "the demo site cannot start");
+                    tracing::error!(%addr, error = %crate::ErrorChain(&error), "the demo site cannot start");
                 }
             }
         }
@@ -718,7 +719,7 @@ fn start_pruner(shared: &Shared) {
                     values,
                     "retention applied"
                 ),
-                Err(error) => tracing::error!(error = %format!("{:#}", anyhow::Error::from(error)), "cannot prune"),
+                Err(error) => tracing::error!(error = %crate::ErrorChain(&error), "cannot prune"),
             }
         }
     });
@@ -768,42 +769,53 @@ fn start_reloader(
                     None => return,
                 },
             };
-            if cause == Reload::Signal
-                && let Some(replicas) = &replicas
-            {
-                let from = Arc::clone(&replica);
-                let announced = replicas
-                    .run(move |r| r.announce(&from, Notice::Reload))
-                    .await;
-                if let Err(error) = announced {
-                    tracing::warn!(error = %format!("{:#}", anyhow::Error::from(error)),
-                        "cannot tell the other replicas to reload");
+            // The reload's own lines (its diagnostics, a refusal) in one
+            // `reload` span; the scheduler's "watches reloaded" is its own.
+            let span = tracing::info_span!("reload", cause = ?cause);
+            let go_on = async {
+                if cause == Reload::Signal
+                    && let Some(replicas) = &replicas
+                {
+                    let from = Arc::clone(&replica);
+                    let announced = replicas
+                        .run(move |r| r.announce(&from, Notice::Reload))
+                        .await;
+                    if let Err(error) = announced {
+                        tracing::warn!(error = %crate::ErrorChain(&error),
+                            "cannot tell the other replicas to reload");
+                    }
                 }
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
+                match config::load_watches(&daemon.watches_dir, &daemon) {
+                    Err(diagnostics) => {
+                        for d in &diagnostics {
+                            tracing::error!("{d}");
+                        }
+                        tracing::error!(
+                            errors = diagnostics.len(),
+                            "reload refused: the previous watches keep running"
+                        );
+                    }
+                    Ok(watches) => {
+                        let watches: Vec<Arc<Watch>> = watches.into_iter().map(Arc::new).collect();
+                        if let Some(server) = &server {
+                            server.set_watches(watches.clone());
+                        }
+                        // No replica view on SQLite: nobody receives.
+                        let _ = view.send(watches.clone());
+                        if reloaded.send(watches).is_err() {
+                            return false;
+                        }
+                    }
+                }
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+                true
             }
-            let _ = sd_notify::notify(&[sd_notify::NotifyState::Reloading]);
-            match config::load_watches(&daemon.watches_dir, &daemon) {
-                Err(diagnostics) => {
-                    for d in &diagnostics {
-                        tracing::error!("{d}");
-                    }
-                    tracing::error!(
-                        errors = diagnostics.len(),
-                        "reload refused: the previous watches keep running"
-                    );
-                }
-                Ok(watches) => {
-                    let watches: Vec<Arc<Watch>> = watches.into_iter().map(Arc::new).collect();
-                    if let Some(server) = &server {
-                        server.set_watches(watches.clone());
-                    }
-                    // No replica view on SQLite: nobody receives.
-                    let _ = view.send(watches.clone());
-                    if reloaded.send(watches).is_err() {
-                        return;
-                    }
-                }
+            .instrument(span)
+            .await;
+            if !go_on {
+                return;
             }
-            let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
         }
     });
 }
@@ -850,7 +862,7 @@ impl Checker {
             Err(error) => {
                 tracing::error!(
                     watch = %watch.id,
-                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    error = %crate::ErrorChain(&error),
                     "check not recorded"
                 );
                 None
@@ -915,7 +927,7 @@ impl Checker {
             }
             Err(error) => {
                 tracing::error!(watch = %watch.id,
-                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    error = %crate::ErrorChain(&error),
                     "cannot claim the watch; trying again soon");
                 Err(now + CLAIM_FAILED_RETRY)
             }
@@ -973,7 +985,7 @@ async fn outbox_loop(
                 metrics.alerts_failed.inc_by(round.given_up as u64);
             }
             Err(error) => {
-                tracing::error!(error = %format!("{:#}", anyhow::Error::from(error)), "outbox round failed")
+                tracing::error!(error = %crate::ErrorChain(&error), "outbox round failed")
             }
         }
         let next = stores.run(|s| s.next_alert_due()).await.ok().flatten();
@@ -1030,8 +1042,8 @@ fn watch_directory(
     // Raw file events: the watcher's callback owns the sender, this task
     // the receiver.
     let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<()>();
-    let mut watcher =
-        match fswatch::recommended_watcher(move |event: fswatch::Result<fswatch::Event>| {
+    let mut watcher = match fswatch::recommended_watcher(
+        move |event: fswatch::Result<fswatch::Event>| {
             // Only watch files count: a store or editor swap file kept in
             // the directory must not reload the watches on every write.
             let is_watch_file =
@@ -1039,15 +1051,16 @@ fn watch_directory(
             if event.is_ok_and(|e| !e.kind.is_access() && e.paths.iter().any(is_watch_file)) {
                 let _ = raw_tx.send(());
             }
-        }) {
-            Ok(w) => w,
-            Err(error) => {
-                tracing::warn!(%error, "cannot watch the watches directory; reload with SIGHUP");
-                return None;
-            }
-        };
+        },
+    ) {
+        Ok(w) => w,
+        Err(error) => {
+            tracing::warn!(error = %crate::ErrorChain(&error), "cannot watch the watches directory; reload with SIGHUP");
+            return None;
+        }
+    };
     if let Err(error) = watcher.watch(dir, fswatch::RecursiveMode::NonRecursive) {
-        tracing::warn!(dir = %dir.display(), %error, "cannot watch the watches directory; reload with SIGHUP");
+        tracing::warn!(dir = %dir.display(), error = %crate::ErrorChain(&error), "cannot watch the watches directory; reload with SIGHUP");
         return None;
     }
     let shutdown = shared.shutdown.clone();
@@ -1075,6 +1088,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::sync::lock;
 
     /// A log sink the test reads back.
     #[derive(Clone, Default)]
@@ -1082,7 +1096,7 @@ mod tests {
 
     impl std::io::Write for Sink {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            lock(&self.0).extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -1111,7 +1125,7 @@ mod tests {
             .with_writer(move || writer.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, || log_outcome(report));
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let text = String::from_utf8(lock(&sink.0).clone()).unwrap();
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()

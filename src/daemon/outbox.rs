@@ -28,6 +28,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tracing::Instrument;
+
 use crate::notify::{Alert, DeliveryError, Notifier};
 use crate::page::fetch::backoff;
 use crate::store::OutboxEntry;
@@ -112,14 +114,20 @@ pub async fn deliver_claimed(
             .filter_map(|r| match serde_json::from_str(&r.body) {
                 Ok(alert) => Some(alert),
                 Err(error) => {
-                    tracing::error!(id = r.id, %error, "an outbox row does not decode");
+                    tracing::error!(id = r.id, error = %crate::ErrorChain(&error), "an outbox row does not decode");
                     None
                 }
             })
             .collect();
         let result = match notifiers.get(&notifier_name) {
             _ if alerts.is_empty() => Err(DeliveryError::permanent("the alert does not decode")),
-            Some(notifier) => notifier.deliver(&alerts).await,
+            // The delivery's own logs (a retried request, a service's
+            // answer) carry whom it is for; the outcome lines below say it
+            // in their fields.
+            Some(notifier) => {
+                let span = tracing::info_span!("delivery", notifier = %notifier_name, %watch, alert = ?ids);
+                notifier.deliver(&alerts).instrument(span).await
+            }
             None => Err(DeliveryError::permanent(format!(
                 "no notifier `{notifier_name}` is configured any more"
             ))),

@@ -352,6 +352,7 @@ mod tests {
 
     use super::*;
     use crate::config::schedule::{Schedule, parse_cron};
+    use crate::sync::lock;
 
     /// 2026-01-05 10:20:00 UTC, a Monday.
     fn origin() -> SystemTime {
@@ -399,14 +400,13 @@ mod tests {
         let runs = Arc::clone(runs);
         move |watch, now, _next| {
             assert_eq!(now, clock.now(), "a check starts at the time it is started");
-            runs.lock().unwrap().push((watch.id.clone(), now));
+            lock(&runs).push((watch.id.clone(), now));
             std::future::ready(None)
         }
     }
 
     fn ran(runs: &Runs) -> Vec<(String, u64)> {
-        runs.lock()
-            .unwrap()
+        lock(runs)
             .iter()
             .map(|(id, at)| (id.clone(), at.duration_since(origin()).unwrap().as_secs()))
             .collect()
@@ -556,7 +556,7 @@ mod tests {
         let runs = Arc::clone(runs);
         let gate = Arc::clone(gate);
         move |watch, now, _next| {
-            runs.lock().unwrap().push((watch.id.clone(), now));
+            lock(&runs).push((watch.id.clone(), now));
             let gate = Arc::clone(&gate);
             Box::pin(async move {
                 gate.acquire().await.unwrap().forget();

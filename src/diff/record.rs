@@ -291,6 +291,7 @@ pub fn by_record(changes: &[Change]) -> (Vec<RecordChange<'_>>, Vec<usize>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, reason = "tests fail loudly on purpose")]
 mod tests {
     use super::*;
     use crate::diff::diff;

@@ -253,7 +253,7 @@ fn json_ld(dom: &Dom) -> Vec<Value> {
         match serde_json::from_str::<Value>(body) {
             Ok(v) => out.push(v),
             Err(error) => {
-                tracing::debug!(%error, "structured data: JSON-LD script skipped");
+                tracing::debug!(error = %crate::ErrorChain(&error), "structured data: JSON-LD script skipped");
             }
         }
     }

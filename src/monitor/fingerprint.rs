@@ -105,7 +105,7 @@ fn digest(data: &[u8], settings: &impl Serialize) -> String {
     if let Err(error) = serde_json::to_writer(&mut hasher, settings) {
         // Not expected (settings hold no maps with non-string keys). A
         // fingerprint no stored one equals: the work is done again.
-        tracing::warn!(%error, "settings do not serialise; fingerprint made unique");
+        tracing::warn!(error = %crate::ErrorChain(&error), "settings do not serialise; fingerprint made unique");
         hasher.update(&rand::random::<[u8; 16]>());
     }
     hasher.finalize().to_hex()[..DIGITS].to_owned()

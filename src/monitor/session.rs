@@ -32,9 +32,9 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::error_chain;
 use crate::page::session::Jar;
 use crate::store::pool::StorePool;
+use crate::sync::lock;
 
 /// How long a session waits after a failed login before it tries again,
 /// doubled per failure in a row.
@@ -53,7 +53,7 @@ impl Sessions {
     /// The session `name`, made on first use with an empty jar (filled
     /// from the store by [`Session::refresh`]).
     pub fn get(&self, name: &str) -> Arc<Session> {
-        let mut map = self.by_name.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = lock(&self.by_name);
         Arc::clone(map.entry(name.to_owned()).or_insert_with(|| {
             Arc::new(Session {
                 name: name.to_owned(),
@@ -106,7 +106,7 @@ impl Session {
     /// does not match (at first use, or after `semclip cookies import`).
     pub async fn refresh(&self, stores: &Arc<StorePool>) {
         let name = self.name.clone();
-        let known = *self.revision.lock().unwrap_or_else(|p| p.into_inner());
+        let known = *lock(&self.revision);
         let read = stores
             .run(move |s| match s.session_revision(&name)? {
                 Some(r) if Some(r) != known => s.session_jar(&name),
@@ -117,17 +117,16 @@ impl Session {
             Ok(Some(stored)) => match Jar::from_json(&stored.jar) {
                 Ok(jar) => {
                     self.jar.replace_with(&jar);
-                    *self.revision.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(stored.revision);
+                    *lock(&self.revision) = Some(stored.revision);
                     tracing::debug!(session = %self.name, revision = stored.revision, cookies = jar.len(), "cookie jar read");
                 }
                 Err(error) => {
-                    tracing::warn!(session = %self.name, error = %error_chain(&error), "the stored cookie jar does not read; kept the one in memory");
+                    tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "the stored cookie jar does not read; kept the one in memory");
                 }
             },
             Ok(None) => {}
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "cannot read the stored cookie jar");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "cannot read the stored cookie jar");
             }
         }
     }
@@ -144,7 +143,7 @@ impl Session {
         let json = match self.jar.to_json() {
             Ok(json) => json,
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "the cookie jar does not serialise");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "the cookie jar does not serialise");
                 return;
             }
         };
@@ -157,10 +156,10 @@ impl Session {
             .await
         {
             Ok(revision) => {
-                *self.revision.lock().unwrap_or_else(|p| p.into_inner()) = Some(revision);
+                *lock(&self.revision) = Some(revision);
             }
             Err(error) => {
-                tracing::warn!(session = %self.name, error = %error_chain(&error), "cannot store the cookie jar; kept in memory");
+                tracing::warn!(session = %self.name, error = %crate::ErrorChain(&error), "cannot store the cookie jar; kept in memory");
             }
         }
     }

@@ -15,6 +15,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
+
 /// A job for a worker.
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -49,7 +51,7 @@ impl Workers {
             match spawned {
                 Ok(_) => started += 1,
                 Err(error) => {
-                    tracing::warn!(%error, "cannot start a check worker thread");
+                    tracing::warn!(error = %crate::ErrorChain(&error), "cannot start a check worker thread");
                     break;
                 }
             }
@@ -99,7 +101,7 @@ impl Workers {
 /// A worker: runs jobs until the queue is closed and empty.
 fn work(rx: &Mutex<Receiver<Job>>) {
     loop {
-        let job = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let job = lock(rx).recv();
         let Ok(job) = job else { return };
         // A panic is the job's (its caller sees its result missing); the
         // worker goes on.

@@ -39,6 +39,7 @@ use crate::page::fence::{
 };
 use crate::page::session::{Jar, LoginForm};
 use crate::page::source::{self, FetchOptions, HttpFetched, RawPage, SourceError};
+use crate::sync::lock;
 
 /// Credentials for a request.
 #[derive(Clone)]
@@ -355,7 +356,7 @@ impl HostLimiter {
     pub async fn hold(&self, host: &str, until: Instant) {
         let slot = self.slot(host);
         {
-            let mut held = slot.held_until.lock().unwrap_or_else(|p| p.into_inner());
+            let mut held = lock(&slot.held_until);
             if held.is_none_or(|h| h < until) {
                 *held = Some(until);
             }
@@ -372,14 +373,14 @@ impl HostLimiter {
     /// [`hold`]: HostLimiter::hold
     pub async fn held(&self, host: &str) -> Option<Duration> {
         let slot = self.slot(host);
-        let until = *slot.held_until.lock().unwrap_or_else(|p| p.into_inner());
+        let until = *lock(&slot.held_until);
         until?
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
     }
 
     fn slot(&self, host: &str) -> Arc<HostSlot> {
-        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hosts = lock(&self.hosts);
         Arc::clone(hosts.entry(host.to_owned()).or_insert_with(|| {
             Arc::new(HostSlot {
                 permits: Arc::new(Semaphore::new(self.per_host)),
@@ -424,7 +425,7 @@ impl Clients {
             (opts.connect_timeout, opts.max_redirects, opts.proxy.clone()),
             route,
         );
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clients = lock(&self.clients);
         if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
@@ -533,7 +534,7 @@ pub async fn fetch(
             Err(error) if attempt < req.retries && is_transient(&error) => {
                 attempt += 1;
                 let delay = backoff(attempt, Duration::from_secs(1));
-                tracing::info!(url = %req.url, attempt, ?delay, error = %error, "retrying");
+                tracing::info!(url = %req.url, attempt, ?delay, error = %crate::ErrorChain(&error), "retrying");
                 tokio::time::sleep(delay).await;
             }
             Err(error) => return Err(error),
@@ -880,11 +881,8 @@ mod tests {
             Box::pin(async move {
                 let n = self.asks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 assert_eq!(waiter.queued, n > 0, "queued from its second ask on");
-                self.tickets
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(waiter.ticket.clone());
-                let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+                lock(&self.tickets).push(waiter.ticket.clone());
+                let mut taken = lock(&self.taken);
                 let free =
                     (0..i64::try_from(per_host).unwrap_or(i64::MAX)).find(|n| !taken.contains(n));
                 match free {
@@ -898,17 +896,11 @@ mod tests {
         }
 
         fn give_back(&self, _host: &str, slot: i64) {
-            self.taken
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|&n| n != slot);
+            lock(&self.taken).retain(|&n| n != slot);
         }
 
         fn leave_queue(&self, _host: &str, ticket: &str) {
-            self.left
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(ticket.to_owned());
+            lock(&self.left).push(ticket.to_owned());
         }
     }
 
@@ -916,11 +908,7 @@ mod tests {
     async fn a_request_waits_for_a_shared_slot_and_gives_it_back_when_it_ends() {
         let shared = Arc::new(CountedSlots::default());
         // Another process holds slot 0 of 1.
-        shared
-            .taken
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(0);
+        lock(&shared.taken).push(0);
         let limiter = HostLimiter::new(1, Duration::ZERO)
             .with_shared(Arc::clone(&shared) as Arc<dyn SharedHosts>);
         let waiting = tokio::time::timeout(
@@ -938,30 +926,13 @@ mod tests {
         shared.asks.store(0, std::sync::atomic::Ordering::SeqCst);
         let permit = limiter.acquire("a.example", Duration::from_secs(1)).await;
         assert!(permit.is_some());
-        assert_eq!(
-            *shared.taken.lock().unwrap_or_else(|p| p.into_inner()),
-            vec![0]
-        );
+        assert_eq!(*lock(&shared.taken), vec![0]);
         drop(permit);
-        assert!(
-            shared
-                .taken
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty()
-        );
+        assert!(lock(&shared.taken).is_empty());
         // The first request, cancelled while it queued, left the queue
         // under its one ticket; the second never queued.
-        let tickets = shared
-            .tickets
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let left = shared
-            .left
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let tickets = lock(&shared.tickets).clone();
+        let left = lock(&shared.left).clone();
         assert_eq!(left.len(), 1, "{left:?}");
         assert!(
             tickets[..asked].iter().all(|t| *t == left[0]),

@@ -52,6 +52,8 @@ use cookie_store::{CookieDomain, CookiePath, CookieStore, RawCookie};
 use reqwest::header::{HeaderMap, SET_COOKIE};
 use url::Url;
 
+use crate::sync::lock;
+
 /// The most cookies a jar keeps for one domain (or host), as browsers do
 /// (Chromium: 180; RFC 6265 asks for at least 50).
 pub const MAX_COOKIES_PER_DOMAIN: usize = 180;
@@ -120,7 +122,7 @@ impl Jar {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves a jar that is still a jar.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 
     /// A jar read back from [`Jar::to_json`] (or from the plain
@@ -222,7 +224,7 @@ impl Jar {
                 continue;
             }
             if let Err(error) = inner.store.insert_raw(&cookie, url) {
-                tracing::debug!(%url, cookie = cookie.name(), %error, "cookie refused");
+                tracing::debug!(%url, cookie = cookie.name(), error = %crate::ErrorChain(&error), "cookie refused");
                 continue;
             }
             if let Some(key) = stored_key(&cookie, url)
@@ -437,7 +439,7 @@ impl Jar {
                 continue;
             };
             if let Err(error) = store.insert_raw(&raw, &url) {
-                tracing::debug!(%url, cookie = %cookie.name, %error, "cookie refused");
+                tracing::debug!(%url, cookie = %cookie.name, error = %crate::ErrorChain(&error), "cookie refused");
             }
         }
         evict(store, MAX_COOKIES_PER_DOMAIN, MAX_COOKIES);

@@ -27,7 +27,7 @@ use crate::store::{Event, time};
 use chrono::SecondsFormat;
 
 /// Most change events or values in one page.
-pub const MAX_LIMIT: usize = 500;
+pub(crate) const MAX_LIMIT: usize = 500;
 
 /// Default page size.
 const DEFAULT_LIMIT: usize = 50;
@@ -39,7 +39,7 @@ fn rfc3339(t: SystemTime) -> String {
 
 /// A watch and its status.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct WatchSummary {
+pub(crate) struct WatchSummary {
     /// The watch id.
     pub id: String,
     /// Its title, if the watch file gives one.
@@ -74,7 +74,7 @@ pub struct WatchSummary {
 
 /// A named clip.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ClipInfo {
+pub(crate) struct ClipInfo {
     /// The clip name.
     pub name: String,
     /// What it is.
@@ -89,7 +89,7 @@ pub struct ClipInfo {
 
 /// A watch with its threshold states.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct WatchDetail {
+pub(crate) struct WatchDetail {
     /// The watch and its status.
     pub watch: WatchSummary,
     /// Its thresholds.
@@ -98,7 +98,7 @@ pub struct WatchDetail {
 
 /// A threshold and its state.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ThresholdInfo {
+pub(crate) struct ThresholdInfo {
     /// The threshold name.
     pub name: String,
     /// Its XPath.
@@ -117,7 +117,7 @@ pub struct ThresholdInfo {
 
 /// A page of change events.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ChangePage {
+pub(crate) struct ChangePage {
     /// The watch.
     pub watch: String,
     /// The events, newest first.
@@ -128,7 +128,7 @@ pub struct ChangePage {
 
 /// One semantic change.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ChangeItem {
+pub(crate) struct ChangeItem {
     /// The event id (increasing).
     pub id: i64,
     /// When it was found.
@@ -148,7 +148,7 @@ pub struct ChangeItem {
 
 /// A threshold's value history.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ValuePage {
+pub(crate) struct ValuePage {
     /// The watch.
     pub watch: String,
     /// The threshold.
@@ -159,7 +159,7 @@ pub struct ValuePage {
 
 /// One value read.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ValuePoint {
+pub(crate) struct ValuePoint {
     /// When.
     pub at: String,
     /// The value.
@@ -168,7 +168,7 @@ pub struct ValuePoint {
 
 /// A check was queued.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct CheckQueued {
+pub(crate) struct CheckQueued {
     /// The watch.
     pub watch: String,
     /// Always true: the scheduler runs it as soon as a slot is free.
@@ -177,26 +177,26 @@ pub struct CheckQueued {
 
 /// An error.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// What went wrong.
     pub error: String,
 }
 
 /// Paging of change events.
 #[derive(Debug, Deserialize)]
-pub struct ChangeQuery {
+pub(crate) struct ChangeQuery {
     before: Option<i64>,
     limit: Option<usize>,
 }
 
 /// Paging of values.
 #[derive(Debug, Deserialize)]
-pub struct ValueQuery {
+pub(crate) struct ValueQuery {
     limit: Option<usize>,
 }
 
 /// The summary of one watch.
-pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
+pub(crate) fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
     let watches = server.watches();
     let watch = watches.get(id);
     let r = row(server, g, id);
@@ -237,7 +237,7 @@ pub fn summary(server: &Server, g: &Gathered, id: &str) -> WatchSummary {
 }
 
 /// The thresholds of a configured watch with their stored states.
-pub fn threshold_infos(server: &Server, g: &Gathered, id: &str) -> Vec<ThresholdInfo> {
+pub(crate) fn threshold_infos(server: &Server, g: &Gathered, id: &str) -> Vec<ThresholdInfo> {
     let watches = server.watches();
     let Some(watch) = watches.get(id) else {
         return Vec::new();
@@ -270,7 +270,7 @@ fn known(server: &Server, g: &Gathered, id: &str) -> Result<(), Error> {
 }
 
 /// `GET /api/watches`.
-pub async fn watches(
+pub(crate) async fn watches(
     State(server): State<Arc<Server>>,
     headers: HeaderMap,
 ) -> Result<Json<Vec<WatchSummary>>, Error> {
@@ -285,7 +285,7 @@ pub async fn watches(
 }
 
 /// `GET /api/watches/{watch}`.
-pub async fn watch(
+pub(crate) async fn watch(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -300,7 +300,7 @@ pub async fn watch(
 }
 
 /// `GET /api/watches/{watch}/thresholds`.
-pub async fn thresholds(
+pub(crate) async fn thresholds(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -324,7 +324,7 @@ fn limit(l: Option<usize>) -> Result<usize, Error> {
 }
 
 /// `GET /api/watches/{watch}/changes?before=ID&limit=N`.
-pub async fn changes(
+pub(crate) async fn changes(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     Query(q): Query<ChangeQuery>,
@@ -341,7 +341,7 @@ pub async fn changes(
         .stores
         .run(move |s| s.events(&watch, before, limit + 1))
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))?;
+        .map_err(|e| Error::internal(&e, Form::Json))?;
     let more = rows.len() > limit;
     rows.truncate(limit);
     let next_before = if more {
@@ -367,7 +367,7 @@ pub async fn changes(
 }
 
 /// `GET /api/watches/{watch}/thresholds/{name}/values?limit=N`.
-pub async fn values(
+pub(crate) async fn values(
     State(server): State<Arc<Server>>,
     Path((id, name)): Path<(String, String)>,
     Query(q): Query<ValueQuery>,
@@ -390,7 +390,7 @@ pub async fn values(
         .stores
         .run(move |s| s.threshold_values(&w, &n, limit))
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))?;
+        .map_err(|e| Error::internal(&e, Form::Json))?;
     Ok(Json(ValuePage {
         watch: id,
         threshold: name,
@@ -405,7 +405,7 @@ pub async fn values(
 }
 
 /// `POST /api/watches/{watch}/check`.
-pub async fn check_now(
+pub(crate) async fn check_now(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -438,7 +438,7 @@ pub async fn check_now(
 }
 
 /// `GET /metrics` (Prometheus text format; `read` scope when tokens exist).
-pub async fn metrics(
+pub(crate) async fn metrics(
     State(server): State<Arc<Server>>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {

@@ -29,6 +29,7 @@ use crate::hierarchy::read::{self, DocumentError};
 use crate::hierarchy::write;
 use crate::hierarchy::{HNode, Hierarchy};
 use crate::store::{Snapshot, Store, StoreError};
+use crate::sync::lock;
 use crate::xpath::{HierarchyDoc, XPathValue};
 
 /// How many older snapshots are read, at most, to find when a named clip's
@@ -121,16 +122,12 @@ pub struct ClipData {
 impl ClipData {
     /// A rendered form kept for this version, if any.
     pub fn render(&self, variant: &str) -> Option<Arc<str>> {
-        self.renders
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(variant)
-            .cloned()
+        lock(&self.renders).get(variant).cloned()
     }
 
     /// Keeps a rendered form (up to [`MAX_RENDERS`] per version).
     pub fn keep(&self, variant: String, body: Arc<str>) {
-        let mut renders = self.renders.lock().unwrap_or_else(|p| p.into_inner());
+        let mut renders = lock(&self.renders);
         if renders.len() < MAX_RENDERS {
             renders.insert(variant, body);
         }
@@ -246,11 +243,6 @@ impl ClipData {
     }
 }
 
-/// A lock that a panic elsewhere does not poison for good.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Which clip: a named one or the whole page.
 #[derive(Debug, Clone, Hash, PartialEq, Eq)]
 pub struct ClipKey {
@@ -271,27 +263,21 @@ pub struct ClipCache {
 impl ClipCache {
     /// The current snapshot id of a watch, as last polled.
     pub fn current(&self, watch: &str) -> Option<i64> {
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(watch)
-            .copied()
+        lock(&self.current).get(watch).copied()
     }
 
     /// Replaces the current snapshot ids (from [`Store::current_ids`]).
     pub fn set_current(&self, ids: Vec<(String, i64)>) {
         let ids: HashMap<String, i64> = ids.into_iter().collect();
-        let mut clips = self.clips.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clips = lock(&self.clips);
         // Watches gone from the store lose their clips.
         clips.retain(|k, _| ids.contains_key(&k.watch));
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = ids;
+        *lock(&self.current) = ids;
     }
 
     /// The cached version of a clip if it was taken from `snapshot_id`.
     pub fn get(&self, key: &ClipKey, snapshot_id: i64) -> Option<Arc<ClipData>> {
-        self.clips
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        lock(&self.clips)
             .get(key)
             .filter(|d| d.snapshot_id == snapshot_id)
             .cloned()
@@ -300,16 +286,12 @@ impl ClipCache {
     /// The cached version whatever its snapshot (to carry its last change
     /// time forward).
     pub fn previous(&self, key: &ClipKey) -> Option<Arc<ClipData>> {
-        self.clips
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-            .cloned()
+        lock(&self.clips).get(key).cloned()
     }
 
     /// Keeps a computed version, unless a newer one is already there.
     pub fn put(&self, key: ClipKey, data: Arc<ClipData>) {
-        let mut clips = self.clips.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clips = lock(&self.clips);
         match clips.get(&key) {
             Some(old) if old.snapshot_id > data.snapshot_id => {}
             _ => {

@@ -22,6 +22,7 @@ use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
 
 use super::Server;
 use super::auth::Need;
@@ -31,7 +32,7 @@ use super::render::{self, RenderError};
 
 /// The representations of a clip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// The hierarchy fragment.
     Xml,
     /// The JSON form.
@@ -115,7 +116,7 @@ fn html_params(query: &BTreeMap<String, String>) -> Vec<(String, String)> {
         .collect()
 }
 
-pub async fn whole_clip(
+pub(crate) async fn whole_clip(
     State(server): State<Arc<Server>>,
     Path(watch): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
@@ -124,7 +125,7 @@ pub async fn whole_clip(
     serve_clip(&server, watch, None, &query, &headers).await
 }
 
-pub async fn named_clip(
+pub(crate) async fn named_clip(
     State(server): State<Arc<Server>>,
     Path((watch, clip)): Path<(String, String)>,
     Query(query): Query<BTreeMap<String, String>>,
@@ -169,7 +170,7 @@ async fn serve_clip(
 }
 
 /// The current version of a clip, from the cache or computed.
-pub async fn clip_data(
+pub(crate) async fn clip_data(
     server: &Arc<Server>,
     key: &ClipKey,
     form: Form,
@@ -211,7 +212,7 @@ pub async fn clip_data(
             ))
         })
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), form))?;
+        .map_err(|e| Error::internal(&e, form))?;
     match computed {
         Ok(data) => {
             let data = Arc::new(data);
@@ -219,12 +220,12 @@ pub async fn clip_data(
             Ok(data)
         }
         Err(clip::ClipError::NoSnapshot(_)) => Err(no_snapshot()),
-        Err(e) => Err(Error::internal(&crate::error_chain(&e), form)),
+        Err(e) => Err(Error::internal(&e, form)),
     }
 }
 
 /// The HTML form of a clip, rendered or from the cache.
-pub async fn html_of(
+pub(crate) async fn html_of(
     server: &Arc<Server>,
     key: &ClipKey,
     data: &Arc<ClipData>,
@@ -246,9 +247,13 @@ pub async fn html_of(
     let variant = variant(Format::Html, &stylesheet, &params);
     let renderer = server.renderer.clone();
     let xml = data.xml.clone();
-    rendered(server, data, variant, async move {
-        renderer.html(&stylesheet, xml, params).await
-    })
+    let span = render_span(key, Format::Html);
+    rendered(
+        server,
+        data,
+        variant,
+        async move { renderer.html(&stylesheet, xml, params).await }.instrument(span),
+    )
     .await
 }
 
@@ -265,10 +270,20 @@ async fn rdf_of(
     let renderer = server.renderer.clone();
     let xml = data.xml.clone();
     let variant = variant(Format::Rdf, render::RDF_STYLESHEET, &[]);
-    rendered(server, data, variant, async move {
-        renderer.rdf(xml, &base).await
-    })
+    let span = render_span(key, Format::Rdf);
+    rendered(
+        server,
+        data,
+        variant,
+        async move { renderer.rdf(xml, &base).await }.instrument(span),
+    )
     .await
+}
+
+/// The `render` span of one XSLT render: the clip and the form it renders
+/// (the render pool's lines, a failed transform, fall in it).
+fn render_span(key: &ClipKey, format: Format) -> tracing::Span {
+    tracing::info_span!("render", watch = %key.watch, clip = key.clip.as_deref(), format = format.name())
 }
 
 /// A form rendered by an XSLT stylesheet: kept, or rendered once in the

@@ -16,7 +16,7 @@ use super::auth::{Need, Verdict};
 /// How an error is shown: plain text (clips, feeds), JSON (API) or HTML
 /// (status pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     /// `text/plain`.
     Text,
     /// `application/json` `{"error": ...}`.
@@ -28,7 +28,7 @@ pub enum Form {
 /// The one error type of the handlers. Clients see the status and a short
 /// message, never internal detail (that is logged).
 #[derive(Debug)]
-pub struct Error {
+pub(crate) struct Error {
     /// The status.
     pub status: StatusCode,
     /// What the client is told.
@@ -41,7 +41,7 @@ pub struct Error {
 
 impl Error {
     /// An error with this status and message.
-    pub fn new(status: StatusCode, message: impl Into<String>, form: Form) -> Error {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>, form: Form) -> Error {
         Error {
             status,
             message: message.into(),
@@ -51,7 +51,7 @@ impl Error {
     }
 
     /// 503 with `Retry-After: seconds`.
-    pub fn unavailable(message: impl Into<String>, seconds: u64, form: Form) -> Error {
+    pub(crate) fn unavailable(message: impl Into<String>, seconds: u64, form: Form) -> Error {
         Error {
             retry_after: Some(seconds),
             ..Error::new(StatusCode::SERVICE_UNAVAILABLE, message, form)
@@ -59,13 +59,13 @@ impl Error {
     }
 
     /// 404.
-    pub fn not_found(message: impl Into<String>, form: Form) -> Error {
+    pub(crate) fn not_found(message: impl Into<String>, form: Form) -> Error {
         Error::new(StatusCode::NOT_FOUND, message, form)
     }
 
     /// 500, logging the cause.
-    pub fn internal(cause: &dyn std::fmt::Display, form: Form) -> Error {
-        tracing::error!(error = %cause, "request failed");
+    pub(crate) fn internal(cause: &dyn std::error::Error, form: Form) -> Error {
+        tracing::error!(error = %crate::ErrorChain(cause), "request failed");
         Error::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error (see the server log)",
@@ -74,7 +74,7 @@ impl Error {
     }
 
     /// From an access verdict, `None` when allowed.
-    pub fn access(verdict: Verdict, form: Form) -> Option<Error> {
+    pub(crate) fn access(verdict: Verdict, form: Form) -> Option<Error> {
         match verdict {
             Verdict::Allowed => None,
             Verdict::Unauthorized => Some(Error::new(
@@ -137,7 +137,12 @@ impl IntoResponse for Error {
 }
 
 /// Refuses the request unless its credentials allow `need`.
-pub fn require(server: &Server, headers: &HeaderMap, need: Need, form: Form) -> Result<(), Error> {
+pub(crate) fn require(
+    server: &Server,
+    headers: &HeaderMap,
+    need: Need,
+    form: Form,
+) -> Result<(), Error> {
     match Error::access(server.tokens.check(headers, need), form) {
         None => Ok(()),
         Some(e) => Err(e),

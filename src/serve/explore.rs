@@ -50,7 +50,7 @@ use crate::store::{Event, time};
 use chrono::SecondsFormat;
 
 /// Nodes shown in a tree, at most.
-pub const MAX_TREE_NODES: usize = 1500;
+pub(crate) const MAX_TREE_NODES: usize = 1500;
 
 /// Levels of the tree open when the page loads.
 const OPEN_DEPTH: usize = 1;
@@ -67,7 +67,7 @@ const TREE_VARIANT: &str = "status-tree";
 /// The copy buttons' script, served at `/status.js`: copies the text of
 /// the `<pre>` a button names, with the Clipboard API, or (plain-HTTP
 /// intranet pages are not a secure context) by selecting it and `copy`.
-pub const SCRIPT: &str = r#"document.addEventListener("click", function (e) {
+pub(crate) const SCRIPT: &str = r#"document.addEventListener("click", function (e) {
   var b = e.target.closest("button[data-copy]");
   if (!b) return;
   var pre = document.getElementById(b.getAttribute("data-copy"));
@@ -88,7 +88,7 @@ pub const SCRIPT: &str = r#"document.addEventListener("click", function (e) {
 "#;
 
 /// `GET /status.js`.
-pub async fn script() -> Response {
+pub(crate) async fn script() -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
@@ -101,10 +101,10 @@ pub async fn script() -> Response {
 
 /// The `<semclip-clip>` custom element, served at `/embed.js`: a portal
 /// page's live clip (see docs/http-api.md, "Portals").
-pub const EMBED: &str = include_str!("assets/embed.js");
+pub(crate) const EMBED: &str = include_str!("assets/embed.js");
 
 /// `GET /embed.js`: public, like the public clips it shows.
-pub async fn embed() -> Response {
+pub(crate) async fn embed() -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
@@ -118,7 +118,7 @@ pub async fn embed() -> Response {
 // ---------------------------------------------------------------- tree
 
 /// `GET /status/{watch}/tree`.
-pub async fn tree(
+pub(crate) async fn tree(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -157,7 +157,7 @@ struct TreeState {
 }
 
 /// The tree page of a watch's hierarchy `page`, taken at `taken`.
-pub fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) -> String {
+pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) -> String {
     let id = seg(watch);
     let total = page.size() - 1;
     let mut state = TreeState { shown: 0 };
@@ -270,7 +270,7 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
 
 /// A table row on both sides of a change, in data terms.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RowSides {
+pub(crate) struct RowSides {
     /// The row's key.
     pub key: Option<String>,
     /// The columns of either side, the new row's order first.
@@ -283,7 +283,7 @@ pub struct RowSides {
 
 /// One change of a check, for the change view.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChangeDetail {
+pub(crate) struct ChangeDetail {
     /// The event id.
     pub id: i64,
     /// `update`, `insert`, `delete`, `move`, `layout`, ...
@@ -303,7 +303,7 @@ pub struct ChangeDetail {
 }
 
 /// `GET /status/{watch}/changes/{id}`.
-pub async fn change(
+pub(crate) async fn change(
     State(server): State<Arc<Server>>,
     Path((watch, event)): Path<(String, String)>,
     headers: HeaderMap,
@@ -355,7 +355,7 @@ pub async fn change(
                 xml.and_then(|x| match crate::hierarchy::read::read(&x) {
                     Ok(h) => Some(h),
                     Err(error) => {
-                        tracing::warn!(watch = %w, %error, "a stored snapshot does not read back");
+                        tracing::warn!(watch = %w, error = %crate::ErrorChain(&error), "a stored snapshot does not read back");
                         None
                     }
                 })
@@ -363,7 +363,7 @@ pub async fn change(
             Ok(Some((target.at, group, read(old), read(new))))
         })
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Html))?;
+        .map_err(|e| Error::internal(&e, Form::Html))?;
     let Some((at, group, old, new)) = found else {
         return Err(not_found());
     };
@@ -483,7 +483,7 @@ fn detail(
 
 /// The change view: the check's changes, `wanted` marked, each beside
 /// its old and new values (a table row with its changed cells marked).
-pub fn change_page(
+pub(crate) fn change_page(
     watch: &str,
     title: &str,
     wanted: i64,

@@ -38,7 +38,7 @@ use crate::diff::{Change, Field, RecordChangeKind, by_record};
 use crate::store::{EventRecord, LAYOUT};
 
 /// Entries per feed.
-pub const ENTRIES: usize = 50;
+pub(crate) const ENTRIES: usize = 50;
 
 /// Change events read per watch to make them.
 const EVENTS: usize = 2000;
@@ -238,11 +238,11 @@ async fn events(server: &Arc<Server>, watch: String) -> Result<Vec<EventRecord>,
         .stores
         .run(move |s| s.events(&watch, None, EVENTS))
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Text))
+        .map_err(|e| Error::internal(&e, Form::Text))
 }
 
 /// `/feeds/all.atom` and `/feeds/{watch}.atom`.
-pub async fn watch_feed(
+pub(crate) async fn watch_feed(
     State(server): State<Arc<Server>>,
     Path(file): Path<String>,
     headers: HeaderMap,
@@ -285,7 +285,7 @@ pub async fn watch_feed(
 }
 
 /// `/feeds/{watch}/{clip}.atom`.
-pub async fn clip_feed(
+pub(crate) async fn clip_feed(
     State(server): State<Arc<Server>>,
     Path((watch, file)): Path<(String, String)>,
     headers: HeaderMap,

@@ -11,7 +11,7 @@ use super::view::{Health, WatchRow};
 use crate::store::{Level, ThresholdRecord, WatchState, WatchStatus};
 
 /// What the store says of every watch.
-pub struct Gathered {
+pub(crate) struct Gathered {
     /// Status by watch.
     pub statuses: HashMap<String, WatchStatus>,
     /// Snapshot state by watch.
@@ -21,7 +21,7 @@ pub struct Gathered {
 }
 
 /// Reads the status of every watch.
-pub async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
+pub(crate) async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
     server
         .stores
         .run(|s| {
@@ -46,11 +46,11 @@ pub async fn gather(server: &Arc<Server>) -> Result<Gathered, Error> {
             })
         })
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Json))
+        .map_err(|e| Error::internal(&e, Form::Json))
 }
 
 /// Every watch id to show: the configured ones, then the store's others.
-pub fn ids(server: &Server, g: &Gathered) -> Vec<String> {
+pub(crate) fn ids(server: &Server, g: &Gathered) -> Vec<String> {
     let watches = server.watches();
     let mut ids: Vec<String> = watches.keys().cloned().collect();
     let mut extra: Vec<String> = g
@@ -66,7 +66,7 @@ pub fn ids(server: &Server, g: &Gathered) -> Vec<String> {
 
 /// One watch's state as the store and the watch files give it: the one
 /// place both the API and the status pages read it from.
-pub fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
+pub(crate) fn row(server: &Server, g: &Gathered, id: &str) -> WatchRow {
     let watches = server.watches();
     let watch = watches.get(id);
     let status = g.statuses.get(id);

@@ -40,6 +40,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
+use crate::sync::lock;
+
 /// Descriptors kept for the daemon itself whatever the connection cap: the
 /// store's connections, its log, the watches directory watcher, the demo
 /// site, the XSLT files.
@@ -86,7 +88,7 @@ struct ClientSlot {
 impl Clients {
     /// Counts a connection from `ip`, unless it already has `max`.
     fn admit(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<ClientSlot> {
-        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = lock(&self.0);
         let n = open.entry(ip).or_insert(0);
         if *n >= max {
             return None;
@@ -101,7 +103,7 @@ impl Clients {
 
 impl Drop for ClientSlot {
     fn drop(&mut self) {
-        let mut open = self.clients.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = lock(&self.clients.0);
         if let Some(n) = open.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {
@@ -128,7 +130,9 @@ pub fn connection_cap(configured: usize, concurrency: usize) -> usize {
         };
         match setrlimit(Resource::Nofile, raised) {
             Ok(()) => soft = Some(maximum),
-            Err(error) => tracing::debug!(%error, "cannot raise the descriptor limit"),
+            Err(error) => {
+                tracing::debug!(error = %crate::ErrorChain(&error), "cannot raise the descriptor limit")
+            }
         }
     }
     cap_for(configured, concurrency, soft)
@@ -154,7 +158,9 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     match listener.local_addr() {
         Ok(addr) => tracing::info!(%addr, "{LISTENING}"),
-        Err(error) => tracing::warn!(%error, "cannot read the address the server is bound to"),
+        Err(error) => {
+            tracing::warn!(error = %crate::ErrorChain(&error), "cannot read the address the server is bound to")
+        }
     }
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let clients = Arc::new(Clients::default());
@@ -174,7 +180,7 @@ pub async fn serve(
             Ok(accepted) => accepted,
             Err(error) if per_connection(&error) => continue,
             Err(error) => {
-                tracing::warn!(%error, "cannot accept a connection: pausing");
+                tracing::warn!(error = %crate::ErrorChain(&error), "cannot accept a connection: pausing");
                 tokio::time::sleep(ACCEPT_PAUSE).await;
                 continue;
             }
@@ -209,7 +215,7 @@ pub async fn serve(
             tokio::select! {
                 result = connection.as_mut() => {
                     if let Err(error) = result {
-                        tracing::debug!(%error, "connection ended");
+                        tracing::debug!(error = %crate::ErrorChain(&error), "connection ended");
                     }
                     return;
                 }

@@ -165,7 +165,7 @@ impl Server {
             }
             Err(error) => {
                 *self.last_read.write().unwrap_or_else(|p| p.into_inner()) = None;
-                tracing::error!(error = %format!("{error:#}"), "cannot read the current snapshots");
+                tracing::error!(error = %crate::ErrorChain(&error), "cannot read the current snapshots");
             }
         }
     }

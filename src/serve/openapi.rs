@@ -16,7 +16,7 @@ use super::api::{
 };
 
 /// `GET /api/openapi.json`.
-pub async fn openapi_doc() -> Response {
+pub(crate) async fn openapi_doc() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
         openapi().to_string(),

@@ -43,6 +43,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::hierarchy::text::xml_allowed;
 use crate::hierarchy::xpath_literal;
+use crate::sync::lock;
 
 /// Default stylesheet names.
 pub const HTML_STYLESHEET: &str = "html.xsl";
@@ -199,7 +200,7 @@ impl Admission {
     /// Room for a render of `bytes`, or `None` when every slot is taken or
     /// the bytes would pass [`MAX_BIG_RENDER_BYTES`] (unless it is alone).
     fn admit(self: &Arc<Self>, bytes: usize) -> Option<Permit> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = lock(&self.held);
         let (renders, held_bytes) = *held;
         if renders >= self.slots || (renders > 0 && held_bytes + bytes > MAX_BIG_RENDER_BYTES) {
             return None;
@@ -221,11 +222,7 @@ struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut held = self
-            .admission
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut held = lock(&self.admission.held);
         held.0 = held.0.saturating_sub(1);
         held.1 = held.1.saturating_sub(self.bytes);
     }
@@ -354,7 +351,7 @@ fn lane(dir: &Path, name: &str, threads: usize) -> mpsc::Sender<Job> {
                 .run(&queue)
             })
         {
-            tracing::error!(%error, "cannot start an XSLT thread");
+            tracing::error!(error = %crate::ErrorChain(&error), "cannot start an XSLT thread");
         }
     }
     jobs
@@ -507,10 +504,7 @@ impl Worker {
     /// only while waiting for the next job, never while rendering.
     fn run(mut self, queue: &std::sync::Mutex<mpsc::Receiver<Job>>) {
         loop {
-            let next = queue
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .blocking_recv();
+            let next = lock(queue).blocking_recv();
             let Some(job) = next else { break };
             match job {
                 Job::Check { name, reply } => {

@@ -62,7 +62,7 @@ async fn readyz(State(server): State<Arc<Server>>) -> Response {
 
 /// The router with the production layers: tracing, load shedding, a
 /// timeout, a body limit, compression and CORS.
-pub fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
+pub(crate) fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
     let cfg = &daemon.server;
     let cors = cors(&cfg.cors_origins);
     let csp = content_security_policy(&cfg.frame_ancestors);
@@ -92,7 +92,19 @@ pub fn with_layers(router: Router, daemon: &DaemonConfig) -> Router {
                 move |response: &Response| is_html(response).then(|| csp.clone()),
             ),
         )
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(http_span))
+}
+
+/// The `http` span of one request: its method and the route it matched
+/// (`/clips/{watch}/{clip}`, not the path: no ids or query in the span;
+/// none for a path no route matches). `Router::layer` wraps each route, so
+/// the route is known here.
+fn http_span(request: &axum::extract::Request) -> tracing::Span {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(axum::extract::MatchedPath::as_str);
+    tracing::info_span!("http", method = %request.method(), route)
 }
 
 /// The `Content-Security-Policy` of HTML answers, framed by `ancestors`.

@@ -39,7 +39,7 @@ pub(super) fn html(body: String) -> Response {
 }
 
 /// `GET /status`.
-pub async fn overview(
+pub(crate) async fn overview(
     State(server): State<Arc<Server>>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
@@ -63,7 +63,7 @@ fn html_error(mut e: Error) -> Error {
 }
 
 /// `GET /status/{watch}`.
-pub async fn watch(
+pub(crate) async fn watch(
     State(server): State<Arc<Server>>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -91,7 +91,7 @@ pub async fn watch(
             Ok(data) => match html_of(&server, &key, &data, Vec::new()).await {
                 Ok(h) => (Some(h.to_string()), None),
                 Err(e) => {
-                    tracing::error!(watch = %id, clip = %name, error = %e, "cannot render a clip");
+                    tracing::error!(watch = %id, clip = %name, error = %crate::ErrorChain(&e), "cannot render a clip");
                     (
                         None,
                         Some("cannot be rendered (see the server log)".to_owned()),
@@ -125,7 +125,7 @@ pub async fn watch(
             Ok((events, histories))
         })
         .await
-        .map_err(|e| Error::internal(&crate::error_chain(&e), Form::Html))?;
+        .map_err(|e| Error::internal(&e, Form::Html))?;
     // Layout events are listed apart: they are not data changes.
     let (layout, changes): (Vec<ChangeView>, Vec<ChangeView>) = events
         .into_iter()

@@ -21,6 +21,7 @@ use crate::store::database::Database;
 use crate::store::pg::{POOL_SIZE, PgPool};
 use crate::store::replicas::ReplicaPool;
 use crate::store::state::CheckRecord;
+use crate::sync::lock;
 
 pub use crate::store::core::PoolError;
 
@@ -107,13 +108,13 @@ impl StorePool {
     ) -> Result<R, StoreError> {
         match &self.engine {
             Engine::Sqlite(idle) => {
-                let taken = idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let taken = lock(idle).pop();
                 let mut store = match taken {
                     Some(store) => store,
                     None => Store::open(&self.path)?,
                 };
                 let result = f(&mut store);
-                idle.lock().unwrap_or_else(|p| p.into_inner()).push(store);
+                lock(idle).push(store);
                 result
             }
             Engine::Postgres(pool, _) => {

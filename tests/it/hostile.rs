@@ -17,7 +17,7 @@ use semclip::page::budget::{Measure, PageLimits};
 
 use crate::daemon::{Daemon, file_alerts, quotes_watch, setup};
 use crate::fixture::Site;
-pub use crate::shapes::*;
+pub(crate) use crate::shapes::*;
 use crate::util::{describe, root};
 
 fn ids(nodes: &[HNode], out: &mut Vec<String>) {

@@ -9,6 +9,14 @@
     reason = "tests fail loudly on purpose"
 )]
 #![allow(
+    unreachable_pub,
+    reason = "a test binary: nothing is reachable from outside, a `pub` item is one the test modules share"
+)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a test's lock().unwrap() fails loudly on purpose; the daemon's poison recovery (semclip::sync::lock) is the library's"
+)]
+#![allow(
     clippy::too_many_lines,
     reason = "a test is a scenario told in order; the function budget is the library's"
 )]

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 /// `tables` tables whose first cell spans `span` x `span` slots: 70 bytes
 /// each for a million cells at the default span cap (the 1,000 rows the
 /// span adds below the table each repeat the cell 1,000 times).
-pub fn span_bomb(tables: usize, span: usize) -> String {
+pub(crate) fn span_bomb(tables: usize, span: usize) -> String {
     let mut s = String::from("<title>spans</title>");
     for _ in 0..tables {
         let _ = write!(
@@ -22,7 +22,7 @@ pub fn span_bomb(tables: usize, span: usize) -> String {
 
 /// One heading of `label` bytes over `paragraphs` paragraphs: every
 /// paragraph's id used to copy the whole heading.
-pub fn long_heading(label: usize, paragraphs: usize) -> String {
+pub(crate) fn long_heading(label: usize, paragraphs: usize) -> String {
     let mut s = String::from("<title>heading</title><h1>");
     s.extend(std::iter::repeat_n('h', label));
     s.push_str("</h1>");
@@ -37,7 +37,7 @@ pub fn long_heading(label: usize, paragraphs: usize) -> String {
 /// the list of active formatting elements; then `rounds` blocks of text:
 /// html5ever reconstructs every one of them inside each block, `open *
 /// rounds` elements from a dozen bytes a round.
-pub fn misnested_formatting(open: usize, rounds: usize) -> String {
+pub(crate) fn misnested_formatting(open: usize, rounds: usize) -> String {
     let mut s = String::from("<title>formatting</title><div>");
     for i in 0..open {
         let _ = write!(s, "<b id=b{i}>");
@@ -51,7 +51,7 @@ pub fn misnested_formatting(open: usize, rounds: usize) -> String {
 
 /// A table whose row keys collide with the ` #n` suffixes duplicates get:
 /// `k`, `k #2` ... `k #n`, then `k` another `n` times.
-pub fn colliding_keys(n: usize) -> String {
+pub(crate) fn colliding_keys(n: usize) -> String {
     let mut s = String::from("<title>keys</title><table><tr><th>Key<th>Value</tr>");
     for i in 1..=n {
         if i == 1 {
@@ -69,7 +69,7 @@ pub fn colliding_keys(n: usize) -> String {
 
 /// A table of a header row and `rows` data rows of `cols` columns: every
 /// data row is one record of `cols` fields to `extract records`.
-pub fn wide_table(rows: usize, cols: usize) -> String {
+pub(crate) fn wide_table(rows: usize, cols: usize) -> String {
     let mut s = String::from("<title>wide</title><table><tr>");
     for i in 0..cols {
         let _ = write!(s, "<th>c{i}</th>");
@@ -87,7 +87,7 @@ pub fn wide_table(rows: usize, cols: usize) -> String {
 }
 
 /// Every shape at attack size, by name.
-pub fn shapes() -> Vec<(&'static str, String)> {
+pub(crate) fn shapes() -> Vec<(&'static str, String)> {
     vec![
         ("span-bomb", span_bomb(8, 1000)),
         ("long-heading", long_heading(1 << 20, 2000)),
@@ -98,7 +98,7 @@ pub fn shapes() -> Vec<(&'static str, String)> {
 }
 
 /// Every shape at a few KB, for fuzz seeds (the fuzzer grows the counts).
-pub fn seeds() -> Vec<(&'static str, String)> {
+pub(crate) fn seeds() -> Vec<(&'static str, String)> {
     vec![
         ("span-bomb", span_bomb(2, 1000)),
         ("long-heading", long_heading(300, 20)),

@@ -95,7 +95,7 @@ pub(crate) struct DaemonOutcome {
 
 impl DaemonOutcome {
     /// The built-in defaults.
-    pub fn defaults() -> DaemonOutcome {
+    pub(crate) fn defaults() -> DaemonOutcome {
         DaemonOutcome {
             config: daemon_defaults(None, Path::new("")),
             notifier_names: Some(BTreeSet::new()),

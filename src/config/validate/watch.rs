@@ -339,6 +339,33 @@ fn thresholds(
     thresholds.into_iter().collect()
 }
 
+/// A threshold's `outside` bounds, `[low, high]` with finite `low < high`.
+fn outside_bounds(o: &Sp<Vec<f64>>, p: &str, cx: &mut Ctx) -> Option<(f64, f64)> {
+    match o.value.as_slice() {
+        [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => Some((*lo, *hi)),
+        [lo, hi] if lo.is_finite() && hi.is_finite() => {
+            cx.err(
+                o.at,
+                p,
+                format!("the bounds must be [low, high] with low < high, got [{lo}, {hi}]"),
+            );
+            None
+        }
+        [_, _] => {
+            cx.err(o.at, p, "the bounds must be finite numbers");
+            None
+        }
+        other => {
+            cx.err(
+                o.at,
+                p,
+                format!("give two bounds [low, high], got {} values", other.len()),
+            );
+            None
+        }
+    }
+}
+
 fn threshold(
     t: &Sp<RawThreshold>,
     path: &str,
@@ -374,32 +401,10 @@ fn threshold(
         .and_then(|e| each(e, &join(path, "each"), cx));
     let above = finite(r.above.as_ref(), &join(path, "above"), cx);
     let below = finite(r.below.as_ref(), &join(path, "below"), cx);
-    let outside = r.outside.as_ref().and_then(|o| {
-        let p = join(path, "outside");
-        match o.value.as_slice() {
-            [lo, hi] if lo.is_finite() && hi.is_finite() && lo < hi => Some((*lo, *hi)),
-            [lo, hi] if lo.is_finite() && hi.is_finite() => {
-                cx.err(
-                    o.at,
-                    &p,
-                    format!("the bounds must be [low, high] with low < high, got [{lo}, {hi}]"),
-                );
-                None
-            }
-            [_, _] => {
-                cx.err(o.at, &p, "the bounds must be finite numbers");
-                None
-            }
-            other => {
-                cx.err(
-                    o.at,
-                    &p,
-                    format!("give two bounds [low, high], got {} values", other.len()),
-                );
-                None
-            }
-        }
-    });
+    let outside = r
+        .outside
+        .as_ref()
+        .and_then(|o| outside_bounds(o, &join(path, "outside"), cx));
     let change_pct = finite(r.change_pct.as_ref(), &join(path, "change_pct"), cx);
     if let (Some(c), Some(v)) = (change_pct, &r.change_pct)
         && c <= 0.0

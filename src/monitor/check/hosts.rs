@@ -9,6 +9,7 @@ use crate::page::fetch;
 use crate::store::StoreError;
 use crate::store::pool::PoolError;
 use crate::store::replicas::{ReplicaPool, Replicas, SlotWaiter};
+use crate::sync::lock;
 
 /// `limits.host_spacing` and `limits.per_host` across the replicas
 /// sharing the store: each request start is reserved in the database
@@ -40,7 +41,7 @@ impl StoreHosts {
     }
 
     fn unavailable(host: &str, what: &str, error: PoolError) {
-        tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+        tracing::warn!(host, error = %crate::ErrorChain(&error),
             "cannot {what} in the store; counting this replica's requests only");
     }
 }
@@ -60,7 +61,7 @@ impl fetch::SharedHosts for StoreHosts {
             match reserved {
                 Ok(at) => Some(at),
                 Err(error) => {
-                    tracing::warn!(host, error = %format!("{:#}", anyhow::Error::from(error)),
+                    tracing::warn!(host, error = %crate::ErrorChain(&error),
                         "cannot reserve a request start in the store; spacing this replica's only");
                     None
                 }
@@ -77,11 +78,7 @@ impl fetch::SharedHosts for StoreHosts {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = fetch::SlotTake> + Send + 'a>> {
         Box::pin(async move {
             let key = (host.to_owned(), per_host);
-            let ensured = self
-                .ensured
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&key);
+            let ensured = lock(&self.ensured).contains(&key);
             if !ensured {
                 let owned = host.to_owned();
                 match self
@@ -90,10 +87,7 @@ impl fetch::SharedHosts for StoreHosts {
                     .await
                 {
                     Ok(()) => {
-                        self.ensured
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(key);
+                        lock(&self.ensured).insert(key);
                     }
                     Err(error) => {
                         Self::unavailable(host, "make a host's request slots", error);

@@ -110,6 +110,7 @@ use url::Url;
 
 use crate::page::fence::Fence;
 use crate::page::session::BrowserCookie;
+use crate::sync::lock;
 
 mod network;
 mod process;
@@ -993,7 +994,7 @@ impl Instance {
         tasks.push(tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 if let Err(error) = event {
-                    tracing::debug!(%error, "browser connection event");
+                    tracing::debug!(error = %crate::ErrorChain(&error), "browser connection event");
                 }
             }
         }));
@@ -1167,7 +1168,7 @@ impl Instance {
         match (result, closed) {
             (Ok(page), Err(error)) => {
                 // The page is good; the browser is not.
-                tracing::warn!(pid = self.pid, %error, "cannot close a tab");
+                tracing::warn!(pid = self.pid, error = %crate::ErrorChain(&error), "cannot close a tab");
                 self.spoiled.store(true, Ordering::SeqCst);
                 Ok(page)
             }
@@ -1672,10 +1673,6 @@ fn protocol(step: &'static str) -> impl Fn(chromiumoxide::error::CdpError) -> Br
             _ => BrowserError::Protocol { step, reason },
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

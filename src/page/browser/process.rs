@@ -266,7 +266,7 @@ pub fn reap_leftovers() -> Vec<PathBuf> {
                 removed.push(dir);
             }
             Err(error) => {
-                tracing::warn!(dir = %dir.display(), %error, "cannot remove a browser profile an earlier run left");
+                tracing::warn!(dir = %dir.display(), error = %crate::ErrorChain(&error), "cannot remove a browser profile an earlier run left");
             }
         }
     }
@@ -296,7 +296,7 @@ pub(super) fn processes_with_argument(argument: &str) -> Vec<u32> {
 pub(super) fn remove_profile(dir: &Path) {
     match std::fs::remove_dir_all(dir) {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            tracing::warn!(dir = %dir.display(), %error, "cannot remove a browser profile");
+            tracing::warn!(dir = %dir.display(), error = %crate::ErrorChain(&error), "cannot remove a browser profile");
         }
         _ => lock(&PROFILES).retain(|d| d != dir),
     }

@@ -210,7 +210,7 @@ impl Replicas<'_> {
             match write(self.conn, records) {
                 Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
                 Err(error) => {
-                    tracing::debug!(records = records.len(), error = %error,
+                    tracing::debug!(records = records.len(), error = %crate::ErrorChain(&error),
                         "a group of check records failed; writing each alone");
                 }
             }

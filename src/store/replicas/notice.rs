@@ -130,7 +130,7 @@ pub(super) async fn listen(
             ),
             Err(error) => tracing::warn!(
                 retry_in = ?backoff,
-                error = %format!("{:#}", anyhow::Error::from(error)),
+                error = %crate::ErrorChain(&error),
                 "cannot listen for other replicas"
             ),
         }
@@ -174,7 +174,7 @@ async fn listen_once(
                     Ok(announcement) => heard(announcement),
                     Err(error) => tracing::debug!(
                         payload = n.payload(),
-                        %error,
+                        error = %crate::ErrorChain(&error),
                         "a notice this replica does not understand"
                     ),
                 }

@@ -40,6 +40,7 @@ use crate::store::core::{PoolError, Recorded, StoreError};
 use crate::store::database::PostgresUrl;
 use crate::store::pg::PgPool;
 use crate::store::state::CheckRecord;
+use crate::sync::lock;
 
 /// The most check records written in one transaction ([`ReplicaPool::record`]).
 pub const MAX_GROUP: usize = 64;
@@ -141,7 +142,7 @@ impl ReplicaPool {
     ) -> Result<Option<Recorded>, PoolError> {
         let (reply, written) = oneshot::channel();
         let start = {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let mut waiting = lock(&self.waiting);
             waiting.records.push_back((record, reply));
             !std::mem::replace(&mut waiting.writing, true)
         };
@@ -169,7 +170,7 @@ impl ReplicaPool {
             return;
         }
         let start = {
-            let mut waiting = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            let mut waiting = lock(&self.slots);
             waiting.slots.push(SlotBack {
                 host: host.to_owned(),
                 slot,
@@ -229,7 +230,7 @@ impl Writer {
     /// first record always); `None`, with the writer marked stopped, when
     /// nothing waits.
     fn next_group(&self) -> Option<(Vec<CheckRecord>, Vec<Reply>)> {
-        let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = lock(&self.pool.waiting);
         if waiting.records.is_empty() {
             waiting.writing = false;
             return None;
@@ -286,7 +287,7 @@ impl Drop for Writer {
         }
         // A panic, or never run: what waits is failed (its replies
         // dropped), and the next record starts a writer again.
-        let mut waiting = self.pool.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = lock(&self.pool.waiting);
         waiting.records.clear();
         waiting.writing = false;
     }
@@ -306,7 +307,7 @@ impl SlotWriter {
     fn write_waiting(mut self) {
         loop {
             let slots = {
-                let mut waiting = self.pool.slots.lock().unwrap_or_else(|p| p.into_inner());
+                let mut waiting = lock(&self.pool.slots);
                 if waiting.slots.is_empty() {
                     waiting.writing = false;
                     self.stopped = true;
@@ -319,7 +320,7 @@ impl SlotWriter {
                 .with(|replicas| replicas.give_back_host_slots(&slots))
             {
                 tracing::warn!(slots = slots.len(),
-                    error = %format!("{:#}", anyhow::Error::from(error)),
+                    error = %crate::ErrorChain(&error),
                     "cannot give back request slots; each is free again when its lease ends");
             }
         }
@@ -331,7 +332,7 @@ impl Drop for SlotWriter {
         if self.stopped {
             return;
         }
-        let mut waiting = self.pool.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = lock(&self.pool.slots);
         waiting.slots.clear();
         waiting.writing = false;
     }

@@ -82,7 +82,7 @@ fn same_bytes(status: &WatchStatus, body: &str, watch: &Watch, current: Option<&
 fn previous_layout(watch: &str, stored: Option<&str>) -> LayoutState {
     match stored {
         Some(json) => serde_json::from_str(json).unwrap_or_else(|error| {
-            tracing::warn!(watch, %error, "unreadable layout state, starting afresh");
+            tracing::warn!(watch, error = %crate::ErrorChain(&error), "unreadable layout state, starting afresh");
             LayoutState::default()
         }),
         None => LayoutState::default(),
@@ -96,7 +96,7 @@ fn template_set(store: &Store, watch: &str, name: &str) -> Option<TemplateSet> {
         Ok(Some(json)) => match serde_json::from_str(&json) {
             Ok(set) => Some(set),
             Err(error) => {
-                tracing::warn!(watch, template = name, %error, "unreadable template set");
+                tracing::warn!(watch, template = name, error = %crate::ErrorChain(&error), "unreadable template set");
                 None
             }
         },
@@ -109,7 +109,7 @@ fn template_set(store: &Store, watch: &str, name: &str) -> Option<TemplateSet> {
             None
         }
         Err(error) => {
-            tracing::warn!(watch, template = name, error = %error_chain(&error), "cannot read the template set");
+            tracing::warn!(watch, template = name, error = %crate::ErrorChain(&error), "cannot read the template set");
             None
         }
     }
