@@ -379,11 +379,28 @@ impl Lcg {
 type Item = (String, &'static str, u32);
 
 const NOUNS: [&str; 12] = [
-    "kettle", "lamp", "tower fan", "desk", "office chair", "bookshelf", "toaster", "blender",
-    "rice cooker", "coffee grinder", "floor mat", "wall clock",
+    "kettle",
+    "lamp",
+    "tower fan",
+    "desk",
+    "office chair",
+    "bookshelf",
+    "toaster",
+    "blender",
+    "rice cooker",
+    "coffee grinder",
+    "floor mat",
+    "wall clock",
 ];
 const ADJECTIVES: [&str; 8] = [
-    "Compact", "Deluxe", "Cordless", "Vintage", "Smart", "Foldable", "Quiet", "Stainless",
+    "Compact",
+    "Deluxe",
+    "Cordless",
+    "Vintage",
+    "Smart",
+    "Foldable",
+    "Quiet",
+    "Stainless",
 ];
 const CITIES: [&str; 6] = ["Berlin", "Paris", "Madrid", "Lisbon", "Rome", "Vienna"];
 
@@ -394,7 +411,11 @@ fn item(rng: &mut Lcg, n: usize) -> Item {
         NOUNS[rng.below(NOUNS.len())],
         100 + n
     );
-    (name, CITIES[rng.below(CITIES.len())], 20 + 10 * rng.below(90) as u32)
+    (
+        name,
+        CITIES[rng.below(CITIES.len())],
+        20 + 10 * rng.below(90) as u32,
+    )
 }
 
 /// The list as one of three page shapes: cards in a `<ul>`, `<div>`
@@ -503,7 +524,9 @@ fn an_edited_record_of_a_corpus_list_page_is_one_changed_record_with_its_key() {
     for path in &pages {
         let html = std::fs::read_to_string(path).unwrap();
         let h = records_page(&html);
-        let Some(table) = h.children.first() else { continue };
+        let Some(table) = h.children.first() else {
+            continue;
+        };
         // A field of a record in the middle of the list whose text the
         // page's source holds exactly once, so that editing the source
         // edits that field alone.
@@ -518,7 +541,9 @@ fn an_edited_record_of_a_corpus_list_page_is_one_changed_record_with_its_key() {
                     .then(|| (key.clone(), text.to_owned()))
             })
         });
-        let Some((key, text)) = candidate else { continue };
+        let Some((key, text)) = candidate else {
+            continue;
+        };
         let edited = html.replacen(&text, &format!("{text} (edited)"), 1);
         let got = record_changes(&html, &edited);
         assert_eq!(
@@ -529,5 +554,8 @@ fn an_edited_record_of_a_corpus_list_page_is_one_changed_record_with_its_key() {
         );
         tried += 1;
     }
-    assert!(tried >= 20, "only {tried} corpus pages had an editable record");
+    assert!(
+        tried >= 20,
+        "only {tried} corpus pages had an editable record"
+    );
 }
