@@ -177,7 +177,7 @@ pub(crate) const TABLES: &[Table] = {
 
 /// PostgreSQL's tables that are not copied: the replicas' coordination
 /// (leases on runs, each host's next request start and request slots, see
-/// [`super::claim`]; the live replicas, see [`super::replica`]). SQLite has no counterpart, and a fresh database
+/// [`super::replicas`]; the live replicas, see [`super::replicas::watch_set`]). SQLite has no counterpart, and a fresh database
 /// starts with none held.
 pub const NOT_COPIED: &[&str] = &[
     "watch_claim",

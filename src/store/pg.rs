@@ -14,7 +14,7 @@
 //!   once take turns driving the runtime, which
 //!   runs each one's connection whoever drives it (tokio's design for
 //!   `block_on` from several threads). Nothing else lives on it: the
-//!   `LISTEN` connection runs on the daemon's runtime ([`super::notice`]).
+//!   `LISTEN` connection runs on the daemon's runtime ([`super::replicas::notice`]).
 //!   So a store works the same
 //!   from the daemon's blocking threads ([`super::pool::StorePool::run`])
 //!   and from a plain thread (commands, tests), and the daemon's async

@@ -7,7 +7,7 @@ use super::{NONE, Page};
 /// Share of a group's text inside form controls' names (`label`,
 /// `legend`, `option`, `select`) from which the group is a set of
 /// controls.
-pub const CONTROL_SHARE: f64 = 0.5;
+pub(super) const CONTROL_SHARE: f64 = 0.5;
 
 /// True when the records `members` are form controls: most of their text
 /// names controls (a filter panel's checkbox labels, `Brand (3)`; a
