@@ -1479,17 +1479,7 @@ impl Change {
             .unwrap_or_default();
         match c.kind {
             ChangeKind::Update => {
-                let delta = c
-                    .delta
-                    .as_ref()
-                    .map(|d| {
-                        if d.starts_with('-') {
-                            format!(" ({d})")
-                        } else {
-                            format!(" (+{d})")
-                        }
-                    })
-                    .unwrap_or_default();
+                let delta = c.delta_suffix();
                 let places = match c.size {
                     Some(n) if n > 1 => format!(" (column header, {n} rows)"),
                     _ => String::new(),
@@ -1516,6 +1506,16 @@ impl Change {
                 };
                 format!("{from} -> {to}: {}", c.old.as_deref().unwrap_or(""))
             }
+        }
+    }
+
+    /// A numeric update's difference as a line shows it, signed and in
+    /// parentheses (` (+1.8)`, ` (-3)`); empty without one.
+    pub fn delta_suffix(&self) -> String {
+        match self.delta.as_deref() {
+            Some(d) if d.starts_with('-') => format!(" ({d})"),
+            Some(d) => format!(" (+{d})"),
+            None => String::new(),
         }
     }
 

@@ -238,18 +238,7 @@ fn field_change(c: &Change) -> String {
     let field = name.as_deref().unwrap_or("key");
     match c.kind {
         ChangeKind::Update | ChangeKind::Move => {
-            let delta = c
-                .delta
-                .as_ref()
-                .map(|d| {
-                    if d.starts_with('-') {
-                        format!(" ({d})")
-                    } else {
-                        format!(" (+{d})")
-                    }
-                })
-                .unwrap_or_default();
-            format!("{field} {old} -> {new}{delta}")
+            format!("{field} {old} -> {new}{}", c.delta_suffix())
         }
         ChangeKind::Insert => format!("new {} {new}", name.as_deref().unwrap_or("value")),
         ChangeKind::Delete => format!("no {} {old}", name.as_deref().unwrap_or("value")),
