@@ -55,6 +55,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Run watches once and print what changed and what is alerted (exit 1 if alerts).
     Check(CheckArgs),
+    /// Replay a threshold, a clip or an ignore list over a watch's stored versions (exit 1 if it fires).
+    Backtest(BacktestArgs),
     /// Run the monitoring daemon on the watches directory.
     Run(RunArgs),
     /// Serve clips, feeds, the API and status pages from the store, without checking.
@@ -153,6 +155,29 @@ pub struct CheckArgs {
     /// Record nothing and send nothing: only print what would happen.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Arguments of `semclip backtest`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("rule").required(true).args(["threshold", "clip", "ignore"])))]
+pub struct BacktestArgs {
+    /// The watch whose stored versions are replayed.
+    pub watch: String,
+    /// A threshold of the watch file, by name (edit the file to try a new rule: no reload needed).
+    #[arg(long, value_name = "NAME")]
+    pub threshold: Option<String>,
+    /// A clip of the watch file, by name: when it would have changed.
+    #[arg(long, value_name = "NAME")]
+    pub clip: Option<String>,
+    /// An XPath to ignore, in place of the watch's `ignore:` (repeat for several): what it would have silenced.
+    #[arg(long, value_name = "XPATH")]
+    pub ignore: Vec<String>,
+    /// Print the backtest as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Configuration.
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 /// Arguments of `semclip migrate`.

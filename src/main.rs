@@ -63,6 +63,7 @@ fn main() -> ExitCode {
             Command::Learn(args) => commands::learn::run(args, &mut out).await,
             Command::Diff(args) => commands::diff::run(args, &mut out).await,
             Command::Check(args) => commands::check::run(args, &mut out).await,
+            Command::Backtest(args) => commands::backtest::run(args, &mut out).await,
             Command::Run(args) => commands::run::run(args).await,
             Command::Serve(args) => commands::serve::run(args).await,
             Command::Validate(args) => commands::validate::run(args, &mut out),

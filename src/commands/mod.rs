@@ -3,6 +3,7 @@
 //! One file per subcommand. Each returns [`Outcome`]; the binary maps it to
 //! the process exit code (see README, "Exit codes").
 
+pub mod backtest;
 pub mod check;
 pub mod cookies;
 pub mod diff;

@@ -482,6 +482,8 @@ pub struct Watch {
     /// Key columns chosen by the watch (`keys:`), applied after the page
     /// is built ([`crate::hierarchy::key::rekey`]).
     pub keys: Vec<TableKey>,
+    /// All its values exported on /metrics.
+    pub metrics: bool,
 }
 
 /// A table key chosen by a watch: the tables labelled `table` are keyed by
@@ -559,6 +561,10 @@ pub struct Clip {
     pub stylesheet: Option<String>,
     /// Its Cache-Control header; `None`: the server's.
     pub cache_control: Option<String>,
+    /// Its numbers exported on /metrics (no part of what a check
+    /// computes: left out of the fingerprints).
+    #[serde(skip)]
+    pub metrics: bool,
 }
 
 /// An extract clip's extraction.
@@ -625,8 +631,23 @@ pub struct Threshold {
     pub below: Option<f64>,
     /// Alarm when the value is outside `[lo, hi]` (`lo < hi`).
     pub outside: Option<(f64, f64)>,
-    /// Alarm when `|value - previous| / |previous| * 100 >= change_pct`.
+    /// Alarm when `|value - previous| / |previous| * 100 >= change_pct`
+    /// (with `within`: against any value of the window).
     pub change_pct: Option<f64>,
+    /// The window of the threshold's value history that `change_pct`,
+    /// `new_high` and `new_low` compare with. (Settings left out of the
+    /// fingerprints when unset, so that watches without them keep theirs.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within: Option<Duration>,
+    /// Alarm above the highest value within the window.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub new_high: bool,
+    /// Alarm below the lowest value within the window.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub new_low: bool,
+    /// Exported on /metrics (no part of what a check computes).
+    #[serde(skip)]
+    pub metrics: bool,
     /// Absolute margin, in the value's units, before a return to normal (>= 0).
     pub hysteresis: f64,
     /// Notifier names (each defined in the daemon file).

@@ -463,6 +463,8 @@ pub(crate) struct RawWatch {
     pub layout: Option<Sp<RawLayout>>,
     /// The session (declared under `sessions` in the daemon file) whose cookie jar the page is fetched with, and which logs in when the page shows it logged out.
     pub session: Option<Sp<String>>,
+    /// Export the watch's values (the numbers its clips and thresholds select) on /metrics as `semclip_value` gauges. Default: false.
+    pub metrics: Option<Sp<bool>>,
     /// Key columns chosen by the watch, where the page's own choice is wrong: each names tables by their label and the column header (or headers, for a key of several columns) whose text keys their rows. A table some row of which lacks the column keeps its own key.
     pub keys: Option<Sp<Vec<Sp<RawTableKey>>>>,
 }
@@ -578,6 +580,8 @@ pub(crate) struct RawClip {
     pub stylesheet: Option<Sp<String>>,
     /// Its Cache-Control header. Default: the server's cache_control.
     pub cache_control: Option<Sp<String>>,
+    /// Export the numbers of this clip on /metrics as `semclip_value` gauges. Default: false.
+    pub metrics: Option<Sp<bool>>,
 }
 
 /// What an extract clip extracts.
@@ -635,14 +639,22 @@ pub(crate) struct RawThreshold {
     /// Alarm when the value is outside [lo, hi], lo < hi.
     #[schemars(length(equal = 2))]
     pub outside: Option<Sp<Vec<f64>>>,
-    /// Alarm when |value - previous| / |previous| * 100 >= this (> 0).
+    /// Alarm when |value - previous| / |previous| * 100 >= this (> 0). With `within`: when the value is this many percent away from any value it held within that window (e.g. dropped 10% within 7 days).
     pub change_pct: Option<Sp<f64>>,
+    /// A window of the threshold's own value history, e.g. 7d: `change_pct` compares with the values within it, `new_high`/`new_low` with its highest/lowest. While in alarm the window stops at the crossing, so the alarm holds until the value is back.
+    pub within: Option<Sp<String>>,
+    /// With `within`: alarm on a value above the highest the threshold held within the window (a new high).
+    pub new_high: Option<Sp<bool>>,
+    /// With `within`: alarm on a value below the lowest the threshold held within the window (a new low).
+    pub new_low: Option<Sp<bool>>,
     /// Absolute margin, in the value's units, before a return to normal (>= 0). Default: 0.
     pub hysteresis: Option<Sp<f64>>,
     /// Notifier names from the daemon file.
     pub notify: Option<Sp<Vec<Sp<String>>>>,
     /// Also notify when the value returns to normal. Default: true.
     pub on_return: Option<Sp<bool>>,
+    /// Export the threshold's value on /metrics as a `semclip_value` gauge. Default: false.
+    pub metrics: Option<Sp<bool>>,
 }
 
 /// Notify on any semantic change.

@@ -709,14 +709,17 @@ fn start_pruner(shared: &Shared) {
             let pruned = stores
                 .run(move |s| {
                     let now = SystemTime::now();
-                    Ok((s.prune(&retention, now)?, s.prune_values(&retention, now)?))
+                    let values = s.prune_values(&retention, now)?;
+                    let points = s.prune_series(&retention, now)?;
+                    Ok((s.prune(&retention, now)?, values, points))
                 })
                 .await;
             match pruned {
-                Ok((p, values)) => tracing::debug!(
+                Ok((p, values, points)) => tracing::debug!(
                     snapshots = p.snapshots,
                     changes = p.changes,
                     values,
+                    points,
                     "retention applied"
                 ),
                 Err(error) => tracing::error!(error = %crate::ErrorChain(&error), "cannot prune"),

@@ -74,6 +74,8 @@ pub fn body_hash(bytes: &[u8], limits: &PageLimits, watch: &Watch) -> String {
         // the bytes it sent.
         session: _,
         keys,
+        // Served, not built.
+        metrics: _,
     } = watch;
     let settings = BuildSettings {
         semclip: env!("CARGO_PKG_VERSION"),

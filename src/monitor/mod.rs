@@ -1,6 +1,8 @@
 //! One check of one watch: the page in, changes, threshold alarms and
 //! alerts (queued in the outbox) out, recorded in one store transaction.
 //!
+//! - [`backtest`]: a threshold, clip or ignore list replayed over the
+//!   stored versions;
 //! - [`check`]: the orchestration of one check and its report, one job
 //!   per file: the engine, getting the page (HTTP, browser, login),
 //!   judging it (failures and blocks, changes, thresholds, layout),
@@ -16,6 +18,8 @@
 //!   that work already done is not done again;
 //! - [`threshold`]: numbers read by XPath, bounds, and the alarm state with
 //!   hysteresis;
+//! - [`series`]: which numbers of a page keep a history (values over
+//!   time);
 //! - [`session`]: the sessions' cookie jars shared by the checks, read
 //!   from and written to the store, and their login turns;
 //! - [`workers`]: the threads, one per CPU, that run the checks' blocking
@@ -24,10 +28,12 @@
 //! The daemon schedules checks and `semclip check` runs them once; neither
 //! lives here.
 
+pub mod backtest;
 pub mod check;
 pub mod compare;
 pub mod fingerprint;
 pub mod layout;
+pub mod series;
 pub mod session;
 pub mod threshold;
 pub mod watch_page;

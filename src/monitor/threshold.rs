@@ -38,6 +38,17 @@ pub struct Bounds {
     /// How far back inside the bounds a value must come to clear an alarm,
     /// in the value's units (in percent points for `change_pct`).
     pub hysteresis: f64,
+    /// The lowest and highest value of the threshold's history window
+    /// (`within`), read from the store before judging: `change_pct`
+    /// compares with them instead of the previous value. `None` with a
+    /// window: no history yet, nothing to compare with.
+    pub window: Option<(f64, f64)>,
+    /// The threshold's window (`within`), if it has one.
+    pub within: Option<std::time::Duration>,
+    /// Alarm above the window's highest value.
+    pub new_high: bool,
+    /// Alarm below the window's lowest value.
+    pub new_low: bool,
 }
 
 /// What a threshold's XPath gave.
@@ -325,10 +336,24 @@ fn triggered(b: &Bounds, value: f64, previous: Option<f64>) -> Option<String> {
     if let Some((lo, hi)) = b.outside.filter(|&(lo, hi)| value < lo || value > hi) {
         return Some(format!("outside [{}, {}]", fmt(lo), fmt(hi)));
     }
-    if let (Some(pct), Some(change)) = (b.change_pct, change_pct(value, previous))
+    if let (Some(pct), Some(change)) = (b.change_pct, b.change(value, previous))
         && change >= pct
     {
-        return Some(format!("change ≥ {}%", fmt(pct)));
+        return Some(format!("change ≥ {}%{}", fmt(pct), b.window_words()));
+    }
+    if let (true, Some((_, hi))) = (b.new_high, b.window)
+        && value > hi
+    {
+        return Some(format!(
+            "a new high (above {}{})",
+            fmt(hi),
+            b.window_words()
+        ));
+    }
+    if let (true, Some((lo, _))) = (b.new_low, b.window)
+        && value < lo
+    {
+        return Some(format!("a new low (below {}{})", fmt(lo), b.window_words()));
     }
     None
 }
@@ -341,7 +366,9 @@ fn clear(b: &Bounds, value: f64, previous: Option<f64>) -> bool {
         && b.outside
             .is_none_or(|(lo, hi)| value >= lo + h && value <= hi - h)
         && b.change_pct
-            .is_none_or(|pct| change_pct(value, previous).is_none_or(|c| c < pct - h))
+            .is_none_or(|pct| b.change(value, previous).is_none_or(|c| c < pct - h))
+        && (!b.new_high || b.window.is_none_or(|(_, hi)| value <= hi - h))
+        && (!b.new_low || b.window.is_none_or(|(lo, _)| value >= lo + h))
 }
 
 /// |value - previous| / |previous| in percent; `None` without a previous
@@ -364,7 +391,13 @@ pub fn describe(b: &Bounds) -> String {
         parts.push(format!("outside [{}, {}]", fmt(lo), fmt(hi)));
     }
     if let Some(p) = b.change_pct {
-        parts.push(format!("change ≥ {}%", fmt(p)));
+        parts.push(format!("change ≥ {}%{}", fmt(p), b.window_words()));
+    }
+    if b.new_high {
+        parts.push(format!("a new high{}", b.window_words()));
+    }
+    if b.new_low {
+        parts.push(format!("a new low{}", b.window_words()));
     }
     parts.join(", ")
 }
@@ -383,7 +416,31 @@ impl Bounds {
             outside: t.outside,
             change_pct: t.change_pct,
             hysteresis: t.hysteresis,
+            window: None,
+            within: t.within,
+            new_high: t.new_high,
+            new_low: t.new_low,
         }
+    }
+
+    /// ` within 7days`, for a windowed threshold's descriptions.
+    fn window_words(&self) -> String {
+        self.within
+            .map(|w| format!(" within {}", humantime::format_duration(w)))
+            .unwrap_or_default()
+    }
+
+    /// The greatest change, in percent, from what `change_pct` compares
+    /// with: the previous value, or with a window any value in it.
+    fn change(&self, value: f64, previous: Option<f64>) -> Option<f64> {
+        if self.within.is_none() {
+            return change_pct(value, previous);
+        }
+        let (lo, hi) = self.window?;
+        [change_pct(value, Some(lo)), change_pct(value, Some(hi))]
+            .into_iter()
+            .flatten()
+            .reduce(f64::max)
     }
 }
 

@@ -447,6 +447,17 @@ pub(crate) async fn metrics(
         .stores
         .run(|s| Ok((s.watches()?.len(), s.outbox()?)))
         .await;
+    let watches = server.watches();
+    match server
+        .stores
+        .run(move |s| super::series::exported(s, &watches))
+        .await
+    {
+        Ok(values) => server.metrics.set_values(values),
+        Err(error) => {
+            tracing::warn!(error = %crate::ErrorChain(&error), "cannot read the exported values");
+        }
+    }
     if let Ok((watches, outbox)) = counts {
         let failed = outbox
             .iter()

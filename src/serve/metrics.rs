@@ -13,6 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 use crate::monitor::check::{CheckReport, PageOutcome};
 
@@ -38,6 +39,30 @@ pub struct NoticeLabels {
     /// `check` or `reload`.
     pub kind: &'static str,
 }
+
+/// Labels of an exported value (`metrics: true`): its watch, the clip or
+/// threshold that takes it in (the other one empty) and the node's
+/// semantic id, cut to [`MAX_NODE_LABEL`] bytes.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ValueLabels {
+    /// The watch id.
+    pub watch: String,
+    /// The clip's name, for a clip's value.
+    pub clip: String,
+    /// The threshold's name, for a threshold's value.
+    pub threshold: String,
+    /// The node's semantic id (empty for a threshold whose XPath gives a
+    /// number, not a node).
+    pub node: String,
+}
+
+/// Most bytes of a `node` label: a label value is bounded, whatever the
+/// page's keys.
+pub const MAX_NODE_LABEL: usize = 256;
+
+/// Most values one watch exports: a page cannot add series to a scrape
+/// without bound.
+pub const MAX_VALUES_PER_WATCH: usize = 100;
 
 /// Every metric of the process.
 #[derive(Debug)]
@@ -77,6 +102,11 @@ pub struct Metrics {
     pub outbox_pending: Gauge,
     /// Outbox rows given up on and kept (set at scrape time).
     pub outbox_failed: Gauge,
+    /// The values watches export (set at scrape time: see
+    /// [`Metrics::set_values`]).
+    values: Family<ValueLabels, Gauge<f64, AtomicU64>>,
+    /// Values left out by [`MAX_VALUES_PER_WATCH`] (set at scrape time).
+    pub values_dropped: Gauge,
 }
 
 impl Default for Metrics {
@@ -185,8 +215,22 @@ impl Metrics {
             "Alert deliveries given up on and kept in the outbox",
             outbox_failed.clone(),
         );
+        let values = Family::<ValueLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "value",
+            "A watched value (metrics: true on the watch, clip or threshold)",
+            values.clone(),
+        );
+        let values_dropped = Gauge::default();
+        registry.register(
+            "values_dropped",
+            "Watched values not exported: over the per-watch cap",
+            values_dropped.clone(),
+        );
         Metrics {
             registry,
+            values,
+            values_dropped,
             checks,
             fetch_seconds,
             changes,
@@ -232,6 +276,33 @@ impl Metrics {
         self.clip_requests
             .get_or_create(&ClipLabels { format, status })
             .inc();
+    }
+
+    /// Replaces the exported values with `values` (those of a watch past
+    /// [`MAX_VALUES_PER_WATCH`] counted in `values_dropped`, not set): a
+    /// value no longer exported leaves the scrape.
+    pub fn set_values(&self, values: Vec<(ValueLabels, f64)>) {
+        self.values.clear();
+        let mut per_watch: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::new();
+        let mut dropped = 0i64;
+        for (mut labels, value) in values {
+            let n = per_watch.entry(labels.watch.clone()).or_default();
+            *n += 1;
+            if *n > MAX_VALUES_PER_WATCH {
+                dropped += 1;
+                continue;
+            }
+            if labels.node.len() > MAX_NODE_LABEL {
+                let mut cut = MAX_NODE_LABEL;
+                while !labels.node.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                labels.node.truncate(cut);
+            }
+            self.values.get_or_create(&labels).set(value);
+        }
+        self.values_dropped.set(dropped);
     }
 
     /// The text exposition of every metric.

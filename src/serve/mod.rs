@@ -27,6 +27,7 @@ pub mod render;
 pub mod view;
 
 mod api;
+mod backtest;
 mod clips;
 mod error;
 mod explore;
@@ -34,6 +35,7 @@ mod feed;
 mod gather;
 mod openapi;
 mod routes;
+mod series;
 mod status;
 
 use crate::store::replicas::watch_set::ReplicaSummary;

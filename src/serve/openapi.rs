@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use super::api::{
     ChangePage, CheckQueued, ErrorBody, ThresholdInfo, ValuePage, WatchDetail, WatchSummary,
 };
+use super::series::SeriesPage;
+use crate::monitor::backtest::Backtest;
 
 /// `GET /api/openapi.json`.
 pub(crate) async fn openapi_doc() -> Response {
@@ -51,6 +53,8 @@ pub fn openapi() -> Value {
     let changes = generator.subschema_for::<ChangePage>();
     let values = generator.subschema_for::<ValuePage>();
     let queued = generator.subschema_for::<CheckQueued>();
+    let series = generator.subschema_for::<SeriesPage>();
+    let backtest = generator.subschema_for::<Backtest>();
     generator.subschema_for::<ErrorBody>();
     let schemas = generator.take_definitions(true);
     let unauthorized = error("No token, or a token that is not valid.");
@@ -120,6 +124,49 @@ pub fn openapi() -> Value {
                       "schema": { "type": "integer", "minimum": 1, "maximum": 500 } }
                 ],
                 "responses": { "200": ok("The values, oldest first.", values), "400": error("A bad limit."),
+                               "401": unauthorized, "404": not_found }
+            }},
+            "/api/watches/{watch}/series": { "get": {
+                "operationId": "getSeries",
+                "summary": "Values over time: the series of the numeric nodes of the watch's clips and thresholds.",
+                "description": "Without `xpath`, every series of the watch (heads only). With it, the points of the node it names: its semantic id, or an XPath over the current version (the nodes it selects, at most 50). A series is a step function: each point holds until the next; a point without a value marks the node gone.",
+                "parameters": [
+                    watch_param(),
+                    { "name": "xpath", "in": "query", "required": false,
+                      "description": "A node's semantic id (a trailing /@num is allowed) or an XPath selecting nodes.",
+                      "schema": { "type": "string" } },
+                    { "name": "from", "in": "query", "required": false,
+                      "description": "Start: RFC 3339, or a duration back from now (7d, 12h). The point in force then comes first.",
+                      "schema": { "type": "string" } },
+                    { "name": "to", "in": "query", "required": false,
+                      "description": "End: RFC 3339, or a duration back from now.",
+                      "schema": { "type": "string" } },
+                    { "name": "points", "in": "query", "required": false,
+                      "description": "Most points per series, 2 to 10000 (default 1000): over it, each of points/2 equal spans keeps its lowest and highest point.",
+                      "schema": { "type": "integer", "minimum": 2, "maximum": 10000 } },
+                    { "name": "format", "in": "query", "required": false,
+                      "description": "json (default); csv (time,node,label,value); ha (the first node as a Home Assistant REST sensor state: state, attributes); table (flat rows for Grafana's Infinity data source).",
+                      "schema": { "type": "string", "enum": ["json", "csv", "ha", "table"] } }
+                ],
+                "responses": { "200": ok("The series (format=json).", series),
+                               "400": error("A bad time, points or format."),
+                               "401": unauthorized, "404": error("No such watch, or no series for the XPath.") }
+            }},
+            "/api/watches/{watch}/backtest": { "get": {
+                "operationId": "backtest",
+                "summary": "Replay a threshold, a clip or an ignore list over the watch's stored versions.",
+                "parameters": [
+                    watch_param(),
+                    { "name": "threshold", "in": "query", "required": false,
+                      "description": "A threshold of the watch, by name.", "schema": { "type": "string" } },
+                    { "name": "clip", "in": "query", "required": false,
+                      "description": "A clip of the watch, by name.", "schema": { "type": "string" } },
+                    { "name": "ignore", "in": "query", "required": false,
+                      "description": "An XPath to ignore in place of the watch's own list (repeatable).",
+                      "schema": { "type": "string" } }
+                ],
+                "responses": { "200": ok("What the rule would have done, oldest first.", backtest),
+                               "400": error("Not exactly one rule named."),
                                "401": unauthorized, "404": not_found }
             }},
             "/api/watches/{watch}/check": { "post": {

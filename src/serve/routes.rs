@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use tower::ServiceBuilder;
 
 use super::error::{Error, Form};
-use super::{MAX_BODY, Server, api, clips, explore, feed, openapi, status};
+use super::{MAX_BODY, Server, api, backtest, clips, explore, feed, openapi, series, status};
 use crate::config::DaemonConfig;
 
 /// The router, without the production layers (tests call it with `oneshot`).
@@ -40,6 +40,8 @@ pub fn app(server: Arc<Server>) -> Router {
             "/api/watches/{watch}/thresholds/{name}/values",
             get(api::values),
         )
+        .route("/api/watches/{watch}/series", get(series::series))
+        .route("/api/watches/{watch}/backtest", get(backtest::backtest))
         .route("/api/watches/{watch}/check", post(api::check_now))
         .route("/metrics", get(api::metrics))
         .route("/healthz", get(|| async { "ok\n" }))

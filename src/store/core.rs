@@ -23,7 +23,7 @@ use super::pg::{PgConn, PgPool};
 use super::sql::{Db, DbError, Row, args};
 
 /// The schema version this build writes: the number of migrations it knows.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// The largest hierarchy, in bytes of XML, that the store accepts and returns.
 /// Decompression stops there, so a damaged row cannot exhaust memory.
@@ -175,6 +175,24 @@ const MIGRATIONS: &[&str] = &[
     // 8: why the last check was blocked (a bot challenge, a rate limit, a
     // page matching the watch's `blocked` XPaths), when it was.
     "ALTER TABLE watch_status ADD COLUMN blocked TEXT;",
+    // 9: values over time (see `super::series`): one row per numeric node
+    // of a watch with its last value (NULL once the node is gone), and the
+    // points of each, only where the value changed.
+    "CREATE TABLE series (
+        id     INTEGER PRIMARY KEY AUTOINCREMENT,
+        watch  TEXT NOT NULL,
+        node   TEXT NOT NULL,
+        source TEXT NOT NULL,
+        value  REAL,
+        at     INTEGER NOT NULL,
+        UNIQUE (watch, node)
+    ) STRICT;
+    CREATE TABLE series_point (
+        series INTEGER NOT NULL REFERENCES series (id) ON DELETE CASCADE,
+        at     INTEGER NOT NULL,
+        value  REAL,
+        PRIMARY KEY (series, at)
+    ) STRICT, WITHOUT ROWID;",
 ];
 
 /// What a snapshot blob holds (the `format` column).
@@ -957,6 +975,33 @@ impl Store {
                 source,
             })?;
         row.map(SnapshotRow::decode).transpose()
+    }
+
+    /// The hierarchy (ids derived) and time of snapshot `id` of `watch`;
+    /// `None` if there is none. Read from the compact form without XML:
+    /// what replaying a watch's history reads, version after version.
+    pub fn snapshot_hierarchy(
+        &self,
+        watch: &str,
+        id: i64,
+    ) -> Result<Option<(SystemTime, Hierarchy)>, StoreError> {
+        let row = self
+            .db()
+            .query_opt(
+                "SELECT id, watch, hash, taken_at, size, xml, format FROM snapshot
+                 WHERE id = ?1 AND watch = ?2",
+                args![id, watch],
+            )
+            .and_then(|row| row.map(SnapshotRow::from_row).transpose())
+            .map_err(|source| watch_error(watch, "read a snapshot of", source))?;
+        let Some(row) = row else { return Ok(None) };
+        let read = from_millis(row.taken_at)
+            .and_then(|at| Ok((at, row.hierarchy_and_vocabulary(true)?.0)));
+        read.map(Some).map_err(|source| StoreError::Corrupt {
+            watch: row.watch,
+            snapshot_id: row.id,
+            source,
+        })
     }
 
     /// Records one check of `watch`, in one transaction.

@@ -125,6 +125,23 @@ pub(crate) const TABLES: &[Table] = {
             identity: true,
         },
         Table {
+            name: "series",
+            columns: &[
+                ("id", Int),
+                ("watch", Text),
+                ("node", Text),
+                ("source", Text),
+                ("value", Real),
+                ("at", Int),
+            ],
+            identity: true,
+        },
+        Table {
+            name: "series_point",
+            columns: &[("series", Int), ("at", Int), ("value", Real)],
+            identity: false,
+        },
+        Table {
             name: "outbox",
             columns: &[
                 ("id", Int),

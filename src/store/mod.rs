@@ -96,6 +96,7 @@ pub mod migrate;
 pub mod pg;
 pub mod pool;
 pub mod replicas;
+mod series;
 mod session;
 mod sql;
 mod state;
@@ -107,6 +108,7 @@ pub use session::StoredJar;
 pub use sql::DbError;
 
 pub use event::{Event, EventRecord, LAYOUT, LayoutEvent};
+pub use series::{MAX_SERIES, NodeValue, Point, SeriesHead};
 pub use state::{
     CheckRecord, CheckStart, CheckState, Level, OutboxEntry, OutboxState, Queued, SnapshotPart,
     ThresholdRecord, UnknownLevel, WatchStatus,

@@ -57,7 +57,7 @@ use super::sql::{Db, DbError, Held, PgRuntime, PgSession, args};
 
 /// The PostgreSQL schema version this build writes: the number of
 /// [`MIGRATIONS`] it knows.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// The key of the advisory lock migrations hold (`semclip` as ASCII).
 pub const MIGRATION_LOCK: i64 = 0x0073_656d_636c_6970;
@@ -242,6 +242,22 @@ const MIGRATIONS: &[&str] = &[
         since  BIGINT NOT NULL,
         seen   BIGINT NOT NULL,
         PRIMARY KEY (host, ticket)
+    );",
+    // 8: values over time, as SQLite's schema 9.
+    "CREATE TABLE series (
+        id     BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        watch  TEXT NOT NULL,
+        node   TEXT NOT NULL,
+        source TEXT NOT NULL,
+        value  DOUBLE PRECISION,
+        at     BIGINT NOT NULL,
+        UNIQUE (watch, node)
+    );
+    CREATE TABLE series_point (
+        series BIGINT NOT NULL REFERENCES series (id) ON DELETE CASCADE,
+        at     BIGINT NOT NULL,
+        value  DOUBLE PRECISION,
+        PRIMARY KEY (series, at)
     );",
 ];
 

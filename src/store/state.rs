@@ -280,6 +280,11 @@ pub struct CheckState {
     pub thresholds: Vec<ThresholdRecord>,
     /// Values to append to the history: (threshold name, value).
     pub values: Vec<(String, f64)>,
+    /// Every numeric node in the scope of the watch's clips and
+    /// thresholds with its value, when the check built a new version of
+    /// the page: the store writes the points that differ from each
+    /// series' last (see [`super::series`]). `None`: nothing to compare.
+    pub series: Option<Vec<super::NodeValue>>,
     /// Alerts to queue.
     pub alerts: Vec<Queued>,
     /// The watch's new layout state (JSON), when the page was read.
@@ -820,6 +825,47 @@ impl Store {
             .collect()
     }
 
+    /// The lowest and highest value threshold `name` held from `from` up
+    /// to (not including) `to`: the values recorded in that span and the
+    /// one in force at `from`. `None` when it held none.
+    pub fn threshold_range(
+        &self,
+        watch: &str,
+        name: &str,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Option<(f64, f64)>, StoreError> {
+        let (from_ms, to_ms) = (to_millis(from)?, to_millis(to)?);
+        let err = |source| watch_error(watch, "read the threshold values of", source);
+        let (before, within) = self
+            .db()
+            .query_both(
+                (
+                    "SELECT value, value FROM threshold_value
+                     WHERE watch = ?1 AND name = ?2 AND at < ?3 ORDER BY at DESC, id DESC LIMIT 1",
+                    args![watch, name, from_ms],
+                ),
+                (
+                    "SELECT min(value), max(value) FROM threshold_value
+                     WHERE watch = ?1 AND name = ?2 AND at >= ?3 AND at < ?4",
+                    args![watch, name, from_ms, to_ms],
+                ),
+            )
+            .map_err(err)?;
+        let mut range: Option<(f64, f64)> = None;
+        for mut row in before.into_iter().chain(within) {
+            let (lo, hi) =
+                (|| Ok((row.get::<Option<f64>>(0)?, row.get::<Option<f64>>(1)?)))().map_err(err)?;
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                range = Some(match range {
+                    None => (lo, hi),
+                    Some((a, b)) => (a.min(lo), b.max(hi)),
+                });
+            }
+        }
+        Ok(range)
+    }
+
     /// Records one check of `watch` at `at` in one transaction: the
     /// snapshot part as [`Store::record`] does (when `snapshot` is given;
     /// `None` for a check that fetched nothing new, such as a 304 or a
@@ -1106,6 +1152,9 @@ fn write_check_state(
             "INSERT INTO threshold_value (watch, name, at, value) VALUES (?1, ?2, ?3, ?4)",
             args![watch, name, at_ms, *value],
         )?;
+    }
+    if let Some(values) = &state.series {
+        super::series::write_series(db, watch, at_ms, values)?;
     }
     for q in &state.alerts {
         let due = match q.digest {

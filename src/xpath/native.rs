@@ -331,6 +331,50 @@ impl<'h> Flat<'h> {
         self.attribute(*i, name)
     }
 
+    /// The elements holding a number (a non-empty `num` that reads as a
+    /// finite number) within the subtrees of `roots`, in document order,
+    /// at most `cap`: each with its id and the tag of the first root (in
+    /// `roots`' order) whose subtree holds it. An attribute hit stands for
+    /// its element.
+    pub fn numbers_within<T: Copy>(&self, roots: &[(Hit, T)], cap: usize) -> Vec<(String, T, f64)> {
+        let mut tag: Vec<Option<T>> = vec![None; self.entries.len()];
+        for (hit, t) in roots {
+            let (Hit::Element(i) | Hit::Attribute(i, _)) = hit;
+            if let Some(slot) = tag.get_mut(*i) {
+                slot.get_or_insert(*t);
+            }
+        }
+        let mut out = Vec::new();
+        for i in 1..self.entries.len() {
+            if out.len() >= cap {
+                break;
+            }
+            if tag[i].is_none() {
+                tag[i] = tag[self.entries[i].parent];
+            }
+            let Some(t) = tag[i] else { continue };
+            let value = self
+                .attribute(i, "num")
+                .and_then(|n| n.parse::<f64>().ok())
+                .filter(|v| v.is_finite());
+            if let Some(value) = value {
+                out.push((self.element_id(i), t, value));
+            }
+        }
+        out
+    }
+
+    /// The elements whose ids are among `ids`, in document order (one
+    /// walk over every element: for the ids libxml2 gives for what the
+    /// native side declined).
+    pub fn elements_with_ids(&self, ids: &[&str]) -> Vec<Hit> {
+        let wanted: std::collections::HashSet<&str> = ids.iter().copied().collect();
+        (1..self.entries.len())
+            .filter(|&i| wanted.contains(self.element_id(i).as_str()))
+            .map(Hit::Element)
+            .collect()
+    }
+
     /// Whether `i` is an element (not the document node).
     pub fn element(&self, hit: &Hit) -> bool {
         matches!(hit, Hit::Element(i) if self.is_element(*i))

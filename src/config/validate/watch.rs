@@ -98,6 +98,7 @@ pub(super) fn watch(
             layout,
             session,
             keys: table_keys(raw.keys.as_ref(), cx),
+            metrics: raw.metrics.as_ref().is_some_and(|m| m.value),
         },
         id_at,
     ))
@@ -227,6 +228,7 @@ fn clip(name: &str, clip: &Sp<RawClip>, daemon: &DaemonConfig, cx: &mut Ctx) -> 
         public: clip.value.public.as_ref().is_some_and(|p| p.value),
         stylesheet,
         cache_control,
+        metrics: clip.value.metrics.as_ref().is_some_and(|m| m.value),
     }
 }
 
@@ -422,11 +424,20 @@ fn threshold(
             ),
         );
     }
-    if r.above.is_none() && r.below.is_none() && r.outside.is_none() && r.change_pct.is_none() {
+    let new_high = r.new_high.as_ref().is_some_and(|b| b.value);
+    let new_low = r.new_low.as_ref().is_some_and(|b| b.value);
+    let within = window(r, path, cx);
+    if r.above.is_none()
+        && r.below.is_none()
+        && r.outside.is_none()
+        && r.change_pct.is_none()
+        && !new_high
+        && !new_low
+    {
         cx.err(
             t.at,
             path,
-            "give at least one bound: above, below, outside or change_pct",
+            "give at least one bound: above, below, outside, change_pct, new_high or new_low",
         );
     }
     let hysteresis = finite(r.hysteresis.as_ref(), &join(path, "hysteresis"), cx).unwrap_or(0.0);
@@ -448,10 +459,59 @@ fn threshold(
         below,
         outside,
         change_pct,
+        within,
+        new_high,
+        new_low,
         hysteresis,
         notify,
         on_return: r.on_return.as_ref().is_none_or(|o| o.value),
+        metrics: r.metrics.as_ref().is_some_and(|m| m.value),
     })
+}
+
+/// A threshold's `within`: a window of its own value history, which only
+/// `change_pct`, `new_high` and `new_low` read, and which an `each`
+/// threshold has not (its records keep no value history).
+fn window(r: &RawThreshold, path: &str, cx: &mut Ctx) -> Option<Duration> {
+    let wants = r
+        .new_high
+        .as_ref()
+        .filter(|b| b.value)
+        .map(|b| (b.at, "new_high"))
+        .or_else(|| {
+            r.new_low
+                .as_ref()
+                .filter(|b| b.value)
+                .map(|b| (b.at, "new_low"))
+        });
+    let Some(w) = &r.within else {
+        if let Some((at, name)) = wants {
+            cx.err(
+                at,
+                &join(path, name),
+                "needs `within`, the window it compares with (e.g. within: 30d)",
+            );
+        }
+        return None;
+    };
+    let at_path = join(path, "within");
+    if r.each.is_some() {
+        cx.err(
+            w.at,
+            &at_path,
+            "an `each` threshold keeps no value history to look back on; drop `within`",
+        );
+        return None;
+    }
+    if r.change_pct.is_none() && wants.is_none() {
+        cx.err(
+            w.at,
+            &at_path,
+            "`within` is read by change_pct, new_high or new_low: give one of them",
+        );
+    }
+    let d = cx.duration_min(Some(w), &at_path, Duration::ZERO, Duration::from_secs(1));
+    (!d.is_zero()).then_some(d)
 }
 
 /// A threshold's `each`: one relative location path (it is read as

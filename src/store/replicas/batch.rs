@@ -206,16 +206,41 @@ impl Replicas<'_> {
         &mut self,
         records: &[CheckRecord],
     ) -> Vec<Result<Option<Recorded>, StoreError>> {
-        if records.len() > 1 {
-            match write(self.conn, records) {
-                Ok(recorded) => return recorded.into_iter().map(Ok).collect(),
+        // A record with series values compares them with the stored
+        // heads, a read the group's two round trips have no place for:
+        // it is written alone (only checks that stored a new version of
+        // their page carry values; most checks find the page unchanged).
+        let grouped: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].state.series.is_none())
+            .collect();
+        let mut out: Vec<Option<Result<Option<Recorded>, StoreError>>> =
+            (0..records.len()).map(|_| None).collect();
+        if grouped.len() > 1 {
+            let cloned: Vec<CheckRecord>;
+            let group = if grouped.len() == records.len() {
+                records
+            } else {
+                cloned = grouped.iter().map(|&i| records[i].clone()).collect();
+                &cloned
+            };
+            match write(self.conn, group) {
+                Ok(recorded) => {
+                    for (&i, r) in grouped.iter().zip(recorded) {
+                        out[i] = Some(Ok(r));
+                    }
+                }
                 Err(error) => {
-                    tracing::debug!(records = records.len(), error = %crate::ErrorChain(&error),
+                    tracing::debug!(records = group.len(), error = %crate::ErrorChain(&error),
                         "a group of check records failed; writing each alone");
                 }
             }
         }
-        records.iter().map(|r| self.write_record(r)).collect()
+        for (i, slot) in out.iter_mut().enumerate() {
+            if slot.is_none() {
+                *slot = Some(self.write_record(&records[i]));
+            }
+        }
+        out.into_iter().flatten().collect()
     }
 
     /// Writes one check's record alone, as

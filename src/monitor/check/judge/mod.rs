@@ -131,6 +131,9 @@ pub(super) struct Work<'a> {
     /// The thresholds' stored states before this check (read with the
     /// status, `run::stored_state`).
     pub(super) stored_thresholds: Vec<ThresholdRecord>,
+    /// The history window of each threshold with `within` (name, lowest
+    /// and highest value), read before judging ([`Work::load_windows`]).
+    pub(super) windows: Vec<(String, Option<(f64, f64)>)>,
 }
 
 /// What judging a fetched page needs besides the page.
@@ -170,6 +173,7 @@ impl<'a> Work<'a> {
             logged_out: None,
             needs_login: false,
             stored_thresholds: Vec::new(),
+            windows: Vec::new(),
         }
     }
 
@@ -273,7 +277,12 @@ impl<'a> Work<'a> {
         // One evaluator for thresholds and layout: natively on the
         // hierarchy, its XML written only if an XPath needs libxml2.
         let ev = Evaluator::new(&page.hierarchy);
+        self.load_windows(store)?;
         let outcome = self.page(&ev, &prepared, settings.current_hash.is_none());
+        if !prepared.unchanged {
+            // A new version: its numbers extend their series.
+            self.state.series = Some(crate::monitor::series::values(&ev, self.watch));
+        }
         self.layout(&previous, &page, &prepared, &ev);
         Ok((outcome, Some(prepared), None))
     }

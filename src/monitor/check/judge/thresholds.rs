@@ -35,9 +35,33 @@ impl Work<'_> {
             return Ok(());
         }
         if let Some(previous) = store.current_hierarchy(&self.watch.id)? {
+            self.load_windows(store)?;
             self.evaluate(&Evaluator::new(&previous.hierarchy));
         }
         self.status.evaluated = Some(fp);
+        Ok(())
+    }
+
+    /// Reads the history windows of the thresholds that have one
+    /// (`within`): from `within` before now up to now, or up to the
+    /// crossing while in alarm (so the alarm holds until the value is
+    /// back, not until the window has forgotten what it crossed from).
+    pub(super) fn load_windows(&mut self, store: &Store) -> Result<(), StoreError> {
+        self.windows.clear();
+        for t in self.watch.thresholds.iter().filter(|t| t.each.is_none()) {
+            let Some(within) = t.within else { continue };
+            let from = self
+                .now
+                .checked_sub(within)
+                .unwrap_or(std::time::UNIX_EPOCH);
+            let to = self
+                .stored_thresholds
+                .iter()
+                .find(|r| r.name == t.name && r.state == Level::Alarm)
+                .map_or(self.now, |r| r.since);
+            let range = store.threshold_range(&self.watch.id, &t.name, from, to)?;
+            self.windows.push((t.name.clone(), range));
+        }
         Ok(())
     }
 
@@ -179,7 +203,12 @@ impl Work<'_> {
     /// and raises the alert its transition calls for.
     fn judge_one(&mut self, t: &Threshold, name: &str, record: Option<&str>, reading: &Reading) {
         let before = self.stored_thresholds.iter().find(|r| r.name == name);
-        let bounds = Bounds::of(t);
+        let mut bounds = Bounds::of(t);
+        bounds.window = self
+            .windows
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, w)| *w);
         let previous = before.map(|r| r.state);
         let previous_value = before.and_then(|r| r.value);
         let j = threshold::judge(&bounds, previous, previous_value, reading);
