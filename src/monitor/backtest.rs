@@ -451,6 +451,7 @@ fn ignore_step(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
     use std::time::Duration;

@@ -14,9 +14,16 @@ use super::auth::Need;
 use super::error::{Error, Form, require};
 use crate::monitor::backtest::{self, Backtest, Rule};
 
+/// The rule a request names.
+struct Asked {
+    threshold: Option<String>,
+    clip: Option<String>,
+    ignore: Vec<String>,
+}
+
 /// The rule a request names: exactly one of `threshold`, `clip`, or one
 /// or more `ignore`.
-fn rule_of(query: Option<&str>) -> Result<(Option<String>, Option<String>, Vec<String>), Error> {
+fn rule_of(query: Option<&str>) -> Result<Asked, Error> {
     let pairs = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes());
     let (mut threshold, mut clip, mut ignore) = (None, None, Vec::new());
     for (k, v) in pairs {
@@ -37,7 +44,11 @@ fn rule_of(query: Option<&str>) -> Result<(Option<String>, Option<String>, Vec<S
             Form::Json,
         ));
     }
-    Ok((threshold, clip, ignore))
+    Ok(Asked {
+        threshold,
+        clip,
+        ignore,
+    })
 }
 
 /// `GET /api/watches/{watch}/backtest`.
@@ -48,7 +59,11 @@ pub(crate) async fn backtest(
     headers: HeaderMap,
 ) -> Result<Json<Backtest>, Error> {
     require(&server, &headers, Need::Read, Form::Json)?;
-    let (threshold, clip, ignore) = rule_of(query.as_deref())?;
+    let Asked {
+        threshold,
+        clip,
+        ignore,
+    } = rule_of(query.as_deref())?;
     let Some(watch) = server.watches().get(&id).cloned() else {
         return Err(Error::not_found(format!("no watch `{id}`"), Form::Json));
     };

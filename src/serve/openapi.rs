@@ -55,11 +55,12 @@ pub fn openapi() -> Value {
     let queued = generator.subschema_for::<CheckQueued>();
     let series = generator.subschema_for::<SeriesPage>();
     let backtest = generator.subschema_for::<Backtest>();
+    let history = history_paths(&series, &backtest);
     generator.subschema_for::<ErrorBody>();
     let schemas = generator.take_definitions(true);
     let unauthorized = error("No token, or a token that is not valid.");
     let not_found = error("No such watch (or threshold).");
-    json!({
+    let doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "semclip API",
@@ -126,6 +127,35 @@ pub fn openapi() -> Value {
                 "responses": { "200": ok("The values, oldest first.", values), "400": error("A bad limit."),
                                "401": unauthorized, "404": not_found }
             }},
+            "/api/watches/{watch}/check": { "post": {
+                "operationId": "checkNow",
+                "summary": "Check the watch as soon as a slot is free (admin scope).",
+                "parameters": [ watch_param() ],
+                "responses": {
+                    "202": ok("Queued.", queued),
+                    "401": unauthorized,
+                    "403": error("The token lacks the admin scope, or no token is configured."),
+                    "404": not_found,
+                    "409": error("No scheduler runs in this process (semclip serve).")
+                }
+            }}
+        }
+    });
+    with_paths(doc, history)
+}
+
+/// `doc` with the paths of `more` added to its own.
+fn with_paths(mut doc: Value, more: Value) -> Value {
+    if let (Some(paths), Value::Object(more)) = (doc["paths"].as_object_mut(), more) {
+        paths.extend(more);
+    }
+    doc
+}
+
+/// The paths of values over time: a watch's series and backtests.
+fn history_paths(series: &schemars::Schema, backtest: &schemars::Schema) -> Value {
+    let unauthorized = error("No token, or a token that is not valid.");
+    json!({
             "/api/watches/{watch}/series": { "get": {
                 "operationId": "getSeries",
                 "summary": "Values over time: the series of the numeric nodes of the watch's clips and thresholds.",
@@ -167,20 +197,7 @@ pub fn openapi() -> Value {
                 ],
                 "responses": { "200": ok("What the rule would have done, oldest first.", backtest),
                                "400": error("Not exactly one rule named."),
-                               "401": unauthorized, "404": not_found }
-            }},
-            "/api/watches/{watch}/check": { "post": {
-                "operationId": "checkNow",
-                "summary": "Check the watch as soon as a slot is free (admin scope).",
-                "parameters": [ watch_param() ],
-                "responses": {
-                    "202": ok("Queued.", queued),
-                    "401": unauthorized,
-                    "403": error("The token lacks the admin scope, or no token is configured."),
-                    "404": not_found,
-                    "409": error("No scheduler runs in this process (semclip serve).")
-                }
+                               "401": unauthorized, "404": error("No such watch, threshold or clip.") }
             }}
-        }
     })
 }

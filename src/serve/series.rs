@@ -469,6 +469,7 @@ fn table(page: &SeriesPage) -> Vec<serde_json::Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
     use std::time::Duration;

@@ -52,6 +52,7 @@ mod region;
 mod replica_news;
 mod replicas;
 mod rtdm;
+mod series;
 mod serve;
 mod sessions;
 mod shapes;

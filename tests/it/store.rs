@@ -1511,6 +1511,7 @@ on_both! {
             alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
             layout: Some("{\"changed\":false}".into()),
             layout_event: None,
+            series: None,
         };
         store.record_check("w", t0, None, &state).unwrap();
         assert_eq!(
@@ -2724,5 +2725,79 @@ on_both! {
         let (claim, start) = store.replicas().unwrap().claim_and_start("w", "other", next, lease).unwrap();
         assert_eq!(claim, Claim::Mine { rerun_of: None });
         assert_eq!(start.unwrap().status.unwrap().next_run, Some(next));
+    }
+}
+
+/// The numbers of one check, as a check hands them to the store.
+fn values(pairs: &[(&str, f64)]) -> Option<Vec<semclip::store::NodeValue>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(node, value)| semclip::store::NodeValue {
+                node: (*node).to_owned(),
+                source: "clip:c".to_owned(),
+                value: *value,
+            })
+            .collect(),
+    )
+}
+
+on_both! {
+    fn series_keep_only_changes_end_when_a_node_goes_and_age_out(engine: &Engine) {
+        let mut store = engine.open();
+        let day = Duration::from_secs(86_400);
+        let checks: [&[(&str, f64)]; 4] = [
+            &[("/a", 1.0), ("/b", 2.0)],
+            // /a the same: no point; /b moved.
+            &[("/a", 1.0), ("/b", 3.0)],
+            // /b gone: its series ends.
+            &[("/a", 1.5)],
+            // /b back.
+            &[("/a", 1.5), ("/b", 4.0)],
+        ];
+        for (k, pairs) in checks.iter().enumerate() {
+            let state = semclip::store::CheckState {
+                series: values(pairs),
+                ..checked("w", t0() + day * (k as u32 + 1))
+            };
+            store.record_check("w", t0() + day * k as u32, None, &state).unwrap();
+        }
+        let pts = |store: &Store, node: &str| -> Vec<(SystemTime, Option<f64>)> {
+            store
+                .series_points("w", node, None, None)
+                .unwrap()
+                .iter()
+                .map(|p| (p.at, p.value))
+                .collect()
+        };
+        assert_eq!(pts(&store, "/a"), [(t0(), Some(1.0)), (t0() + day * 2, Some(1.5))]);
+        assert_eq!(
+            pts(&store, "/b"),
+            [
+                (t0(), Some(2.0)),
+                (t0() + day, Some(3.0)),
+                (t0() + day * 2, None),
+                (t0() + day * 3, Some(4.0)),
+            ]
+        );
+        let head = store.series_head("w", "/b").unwrap().unwrap();
+        assert_eq!((head.value, head.since), (Some(4.0), t0() + day * 3));
+        // A range starts with the point in force.
+        let from = store
+            .series_points("w", "/b", Some(t0() + day + Duration::from_secs(1)), None)
+            .unwrap();
+        assert_eq!(from[0].value, Some(3.0));
+        // A check without values (an unchanged page) writes none.
+        store
+            .record_check("w", t0() + day * 4, None, &checked("w", t0() + day * 5))
+            .unwrap();
+        assert_eq!(pts(&store, "/b").len(), 4);
+        // Retention of one day, ten days on: every series keeps its newest
+        // point, nothing older.
+        let keep = Retention::new(10, 1).unwrap();
+        let gone = store.prune_series(&keep, t0() + day * 10).unwrap();
+        assert_eq!(gone, 4, "/a's first point and /b's first three");
+        assert_eq!(pts(&store, "/a"), [(t0() + day * 2, Some(1.5))]);
+        assert_eq!(pts(&store, "/b"), [(t0() + day * 3, Some(4.0))]);
     }
 }
