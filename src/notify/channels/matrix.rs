@@ -10,8 +10,9 @@ use sha2::{Digest, Sha256};
 
 use super::{ChannelNotifier, Deliver, JSON, encode, join, segment};
 use crate::config::channels::Matrix;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure};
+use crate::notify::format::{self, Dialect, Layout, Measure};
 use crate::notify::http::{self, Answer};
+use crate::notify::links::Links;
 use crate::notify::{Alert, DeliveryError};
 
 /// What semclip puts in one Matrix event body (events are at most 64 KiB).
