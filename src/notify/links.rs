@@ -185,7 +185,7 @@ mod tests {
             Some(links.of(&crossed))
         );
         assert_eq!(
-            links.of_message(&[changed.clone()]),
+            links.of_message(std::slice::from_ref(&changed)),
             Some(links.of(&changed))
         );
         assert_eq!(links.of_message(&[]), None);
