@@ -135,20 +135,11 @@ mod tests {
     use super::*;
 
     fn alert(kind: AlertKind, at: &str) -> Alert {
-        Alert {
-            id: "a-1".to_owned(),
-            kind,
-            watch: "gazp quotes".to_owned(),
-            watch_title: None,
-            url: "https://example.org/q".to_owned(),
-            at: at.to_owned(),
-            summary: "s".to_owned(),
-            threshold: None,
-            changes: Vec::new(),
-            records: Vec::new(),
-            error: None,
-            failures: None,
-        }
+        let mut alert = crate::notify::tests::alert("a-1", kind);
+        alert.watch = "gazp quotes".to_owned();
+        alert.url = "https://example.org/q".to_owned();
+        alert.at = at.to_owned();
+        alert
     }
 
     #[test]

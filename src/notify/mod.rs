@@ -409,3 +409,46 @@ struct Line<'a> {
     #[serde(flatten)]
     alert: Delivered<'a>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An alert for the notifiers' tests: `kind`, of watch `w`, at
+    /// 2025-01-01T00:00:00Z, with nothing else to tell.
+    pub(super) fn alert(id: &str, kind: AlertKind) -> Alert {
+        Alert {
+            id: id.to_owned(),
+            kind,
+            watch: "w".to_owned(),
+            watch_title: None,
+            url: "https://example.org/".to_owned(),
+            at: "2025-01-01T00:00:00Z".to_owned(),
+            summary: "Prix €".to_owned(),
+            threshold: None,
+            changes: Vec::new(),
+            records: Vec::new(),
+            error: None,
+            failures: None,
+        }
+    }
+
+    #[test]
+    fn a_short_account_shows_the_first_changes_and_counts_the_rest() {
+        let mut a = alert("a-1", AlertKind::Changed);
+        assert_eq!(a.shown_changes(), (&[][..], 0));
+        a.changes = (0..SHOWN_CHANGES + 3)
+            .map(|i| ChangeLine {
+                text: format!("line {i}"),
+                ..ChangeLine::default()
+            })
+            .collect();
+        let (shown, more) = a.shown_changes();
+        assert_eq!(shown.len(), SHOWN_CHANGES);
+        assert_eq!(shown[0].text, "line 0");
+        assert_eq!(more, 3);
+        a.changes.truncate(2);
+        assert_eq!(a.shown_changes().0.len(), 2);
+        assert_eq!(a.shown_changes().1, 0);
+    }
+}

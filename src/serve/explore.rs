@@ -370,12 +370,14 @@ pub(crate) async fn change(
     Path((watch, event)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    require(&server, &headers, Need::Read, Form::Html)?;
-    let missing = format!("watch `{watch}` has no change `{event}`");
-    match event.parse::<i64>() {
-        Ok(id) => change_view(&server, watch, Wanted::Event(id), missing).await,
-        Err(_) => Err(Error::not_found(missing, Form::Html)),
-    }
+    change_view(
+        &server,
+        &headers,
+        (watch, &event),
+        Wanted::Event,
+        "no change",
+    )
+    .await
 }
 
 /// `GET /status/{watch}/changes/at/{ms}`: the change view of the check
@@ -385,23 +387,34 @@ pub(crate) async fn check_changes(
     Path((watch, at)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    require(&server, &headers, Need::Read, Form::Html)?;
-    let missing = format!("watch `{watch}` has no changes recorded at `{at}`");
-    match at.parse::<i64>() {
-        Ok(ms) => change_view(&server, watch, Wanted::Check(ms), missing).await,
-        Err(_) => Err(Error::not_found(missing, Form::Html)),
-    }
+    change_view(
+        &server,
+        &headers,
+        (watch, &at),
+        Wanted::Check,
+        "no changes recorded at",
+    )
+    .await
 }
 
-/// The change view `wanted` of `watch`: the check's changes, each beside
-/// its old and new values from the snapshots they lie between; not found
-/// (`missing`) when the store no longer holds them.
+/// The change view of `watch` that `raw` (the path's last segment, a
+/// number) names as `wanted` says: the check's changes, each beside its
+/// old and new values from the snapshots they lie between; not found
+/// ("watch `w` has `nothing` `raw`") when `raw` is no number or the store
+/// no longer holds them.
 async fn change_view(
     server: &Arc<Server>,
-    watch: String,
-    wanted: Wanted,
-    missing: String,
+    headers: &HeaderMap,
+    (watch, raw): (String, &str),
+    wanted: fn(i64) -> Wanted,
+    nothing: &str,
 ) -> Result<Response, Error> {
+    require(server, headers, Need::Read, Form::Html)?;
+    let missing = || Error::not_found(format!("watch `{watch}` has {nothing} `{raw}`"), Form::Html);
+    let Ok(n) = raw.parse::<i64>() else {
+        return Err(missing());
+    };
+    let wanted = wanted(n);
     let w = watch.clone();
     let found = server
         .stores
@@ -438,7 +451,7 @@ async fn change_view(
         .await
         .map_err(|e| Error::internal(&e, Form::Html))?;
     let Some((group, old, new)) = found else {
-        return Err(Error::not_found(missing, Form::Html));
+        return Err(missing());
     };
     let at = group.first().map_or(SystemTime::UNIX_EPOCH, |e| e.at);
     let details: Vec<ChangeDetail> = group
@@ -725,43 +738,27 @@ mod tests {
     #[test]
     fn a_check_is_found_by_its_time_and_an_event_with_its_check() {
         let at = |ms: u64| SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        // Events as the store keeps them (JSON with their kind).
+        let event =
+            |json: serde_json::Value| -> Event { serde_json::from_value(json).expect("an event") };
         let change = |id: i64, snapshot: i64, ms: u64| EventRecord {
             id,
             watch: "q".to_owned(),
             snapshot_id: Some(snapshot),
             at: at(ms),
-            event: Event::Change(Change {
-                kind: crate::diff::ChangeKind::Insert,
-                context: vec!["T".into()],
-                new_context: None,
-                old: None,
-                new: Some(format!("v{id}")),
-                old_xpath: None,
-                new_xpath: None,
-                old_num: None,
-                new_num: None,
-                delta: None,
-                size: None,
-                record: None,
-            }),
+            event: event(serde_json::json!(
+                {"kind": "insert", "context": ["T"], "new": format!("v{id}")}
+            )),
         };
         let layout = EventRecord {
             id: 4,
             watch: "q".to_owned(),
             snapshot_id: None,
             at: at(2_000),
-            event: Event::Layout(crate::store::LayoutEvent {
-                drift: 0.5,
-                max_drift: 0.3,
-                against: "previous page".to_owned(),
-                lost: Vec::new(),
-                lost_thresholds: Vec::new(),
-                template: None,
-                moved: Vec::new(),
-                dom_drift: 0.0,
-                dom_against: String::new(),
-                summary: "drifted".to_owned(),
-            }),
+            event: event(serde_json::json!({
+                "kind": "layout", "drift": 0.5, "max_drift": 0.3,
+                "against": "previous page", "lost": [], "moved": [], "summary": "drifted"
+            })),
         };
         // Newest first, as the store reads them: two checks.
         let events = vec![

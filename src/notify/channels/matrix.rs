@@ -143,20 +143,7 @@ mod tests {
     use crate::notify::AlertKind;
 
     fn alert(id: &str) -> Alert {
-        Alert {
-            id: id.to_owned(),
-            kind: AlertKind::Changed,
-            watch: "w".to_owned(),
-            watch_title: None,
-            url: "https://example.org/".to_owned(),
-            at: "2025-01-01T00:00:00Z".to_owned(),
-            summary: "Prix €".to_owned(),
-            threshold: None,
-            changes: Vec::new(),
-            records: Vec::new(),
-            error: None,
-            failures: None,
-        }
+        crate::notify::tests::alert(id, AlertKind::Changed)
     }
 
     #[test]
