@@ -285,7 +285,7 @@ pub(crate) struct RawFileNotifier {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Server")]
 pub(crate) struct RawServer {
-    /// The server's public base URL (http or https, no query or fragment): links in feeds and the RDF IRIs of clips start with it. Default: http://LISTEN.
+    /// The server's public base URL (http or https, no query or fragment): links in feeds and alerts and the RDF IRIs of clips start with it. Default: http://LISTEN (alerts then link the watched page).
     pub public_url: Option<Sp<String>>,
     /// The directory of XSLT stylesheets (html.xsl, rdf.xsl and custom ones). Default: xslt next to this file.
     pub xslt: Option<Sp<String>>,

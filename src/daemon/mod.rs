@@ -952,7 +952,8 @@ impl Checker {
 
 /// Logs a finished check: one fixed message, the watch, the outcome
 /// (`not_modified`, `unchanged`, `first`, `changed` or `failed`), the
-/// number of changes, and each alert raised.
+/// number of changes, and each alert raised (its kind as the payload
+/// names it) with its first change lines.
 fn log_outcome(report: &CheckReport) {
     let watch = &report.watch;
     let outcome = report.outcome.kind();
@@ -967,7 +968,15 @@ fn log_outcome(report: &CheckReport) {
         _ => tracing::info!(watch = %watch, outcome = %outcome, changes, "check finished"),
     }
     for alert in &report.alerts {
-        tracing::info!(watch = %watch, kind = ?alert.kind, summary = %alert.summary, "alert raised");
+        tracing::info!(watch = %watch, kind = %alert.kind.name(), summary = %alert.summary, "alert raised");
+        // A few of its change lines, then how many more.
+        let (shown, more) = alert.shown_changes();
+        for line in shown {
+            tracing::info!(watch = %watch, change = %line.text, "alert change");
+        }
+        if more > 0 {
+            tracing::info!(watch = %watch, change = %format!("and {more} more"), "alert change");
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::format::{escape, facts, inert, is_web_link, title};
+use super::links::Links;
 use super::{Alert, DeliveryError, NotifyError};
 use crate::config::{SmtpConfig, SmtpSecurity};
 
@@ -19,6 +20,8 @@ pub struct EmailNotifier {
     from: Mailbox,
     to: Vec<Mailbox>,
     transport: AsyncSmtpTransport<Tokio1Executor>,
+    /// Where each alert links to.
+    links: Links,
 }
 
 impl EmailNotifier {
@@ -26,6 +29,7 @@ impl EmailNotifier {
         name: &str,
         to: &[String],
         smtp: &SmtpConfig,
+        links: Links,
     ) -> Result<EmailNotifier, NotifyError> {
         let mailbox = |address: &str| {
             address
@@ -74,6 +78,7 @@ impl EmailNotifier {
             from,
             to,
             transport: builder.build(),
+            links,
         })
     }
 
@@ -106,8 +111,8 @@ impl EmailNotifier {
         }
         builder
             .multipart(MultiPart::alternative_plain_html(
-                text_body(alerts),
-                html_body(&subject, alerts),
+                text_body(alerts, &self.links),
+                html_body(&subject, alerts, &self.links),
             ))
             .map_err(|e| DeliveryError::permanent(format!("cannot build the message: {e}")))
     }
@@ -146,8 +151,18 @@ fn message_id(id: &str) -> String {
     format!("<{local}@semclip>")
 }
 
-/// The readable text/plain part.
-fn text_body(alerts: &[Alert]) -> String {
+/// The facts of `alert` as (label, value) rows, ending with its page on
+/// semclip's server (its change view, or its watch's status page) when the
+/// daemon has a public URL.
+fn rows(alert: &Alert, links: &Links) -> Vec<(&'static str, String)> {
+    let mut rows = facts(alert);
+    rows.extend(links.server(alert));
+    rows
+}
+
+/// The readable text/plain part: every change line of each alert (a mail
+/// has room for them), and each alert's link.
+fn text_body(alerts: &[Alert], links: &Links) -> String {
     let mut out = String::new();
     if alerts.len() > 1 {
         let watch = alerts.first().map_or("", |a| a.watch.as_str());
@@ -158,7 +173,7 @@ fn text_body(alerts: &[Alert]) -> String {
             out.push_str("\n----------------------------------------\n\n");
         }
         let _ = writeln!(out, "{}\n", inert(&alert.summary));
-        let rows = facts(alert);
+        let rows = rows(alert, links);
         let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
         for (label, value) in rows {
             let _ = writeln!(
@@ -180,7 +195,7 @@ fn text_body(alerts: &[Alert]) -> String {
 }
 
 /// The text/html part: the same content, every dynamic string escaped.
-fn html_body(subject: &str, alerts: &[Alert]) -> String {
+fn html_body(subject: &str, alerts: &[Alert], links: &Links) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -197,8 +212,11 @@ fn html_body(subject: &str, alerts: &[Alert]) -> String {
             out.push_str("<hr>\n");
         }
         let _ = writeln!(out, "<h2>{}</h2>\n<table>", escape(&inert(&alert.summary)));
-        for (label, value) in facts(alert) {
-            let cell = if label == "Page" && is_web_link(&value) {
+        // The watched page and the server link are the links to click.
+        let server = links.server(alert);
+        for (label, value) in rows(alert, links) {
+            let is_link = label == "Page" || server.as_ref().is_some_and(|(l, _)| *l == label);
+            let cell = if is_link && is_web_link(&value) {
                 format!("<a href=\"{0}\">{0}</a>", escape(&value))
             } else if label == "XPath" || label == "Node" {
                 format!("<code>{}</code>", escape(&value))

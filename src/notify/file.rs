@@ -1,12 +1,13 @@
-//! File notifier: one JSON line per alert, `{"version":"1", ...alert}`,
-//! appended to a file.
+//! File notifier: one JSON line per alert, `{"version":"1", ...alert}`
+//! (with its `link` when the daemon has a public URL), appended to a file.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tokio::sync::Mutex;
 
-use super::{Alert, DeliveryError, Line, PAYLOAD_VERSION};
+use super::links::Links;
+use super::{Alert, Delivered, DeliveryError, Line, PAYLOAD_VERSION};
 
 /// Appends alerts to a JSON lines file.
 #[derive(Debug)]
@@ -16,14 +17,17 @@ pub struct FileNotifier {
     /// One append at a time from this notifier (O_APPEND already keeps
     /// writers from other processes from interleaving inside a line).
     lock: Mutex<()>,
+    /// Each alert's `link`.
+    links: Links,
 }
 
 impl FileNotifier {
-    pub(super) fn new(name: &str, path: &Path) -> FileNotifier {
+    pub(super) fn new(name: &str, path: &Path, links: Links) -> FileNotifier {
         FileNotifier {
             name: name.to_owned(),
             path: path.to_owned(),
             lock: Mutex::new(()),
+            links,
         }
     }
 
@@ -44,7 +48,7 @@ impl FileNotifier {
                 &mut lines,
                 &Line {
                     version: PAYLOAD_VERSION,
-                    alert,
+                    alert: Delivered::new(alert, &self.links),
                 },
             )
             .map_err(|e| {

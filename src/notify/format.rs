@@ -1,7 +1,9 @@
 //! The words of an alert, shared by every notifier that writes for people
-//! (email, chat and push services): its facts as (label, value) rows, the
-//! link to follow, and one renderer of the whole message for each markup
-//! dialect (plain text, HTML, Slack mrkdwn, Markdown) within a size limit.
+//! (email, chat and push services): its facts as (label, value) rows, its
+//! first few change lines ("and N more" linking to the check's change
+//! view), and one renderer of the whole message for each markup dialect
+//! (plain text, HTML, Slack mrkdwn, Markdown) within a size limit, ending
+//! in the link to follow ([`super::links`]).
 //!
 //! # Guarantees
 //!
@@ -33,8 +35,7 @@
 //! - One value is cut to [`MAX_VALUE_CHARS`] before markup, so a cut never
 //!   splits a tag or an entity, and a single line always fits.
 
-use url::Url;
-
+use super::links::{CHANGES, Links};
 use super::{Alert, AlertKind};
 
 /// The longest value (a change line, an error) shown, in characters.
@@ -162,41 +163,6 @@ pub(super) fn is_alarm(kind: AlertKind) -> bool {
         AlertKind::ThresholdCrossed | AlertKind::SelectorLost | AlertKind::Failing
     )
 }
-
-/// Where a message links to: the watch's status page when the daemon has a
-/// public URL (`server.public_url`), else the watched page.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Links {
-    public_url: Option<Url>,
-}
-
-impl Links {
-    pub(super) fn new(public_url: Option<&Url>) -> Links {
-        Links {
-            public_url: public_url.cloned(),
-        }
-    }
-
-    /// (label, URL) of the link for `alert`.
-    pub(super) fn of(&self, alert: &Alert) -> (&'static str, String) {
-        match &self.public_url {
-            Some(base) => {
-                let watch: String =
-                    percent_encoding::utf8_percent_encode(&alert.watch, SEGMENT).collect();
-                let base = base.as_str().trim_end_matches('/');
-                ("Status page", format!("{base}/status/{watch}"))
-            }
-            None => ("Page", alert.url.clone()),
-        }
-    }
-}
-
-/// What a path segment must escape.
-pub(super) const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 /// One line, e.g. "GAZP Last 301.5 crossed above 300" for one alert or
 /// "gazp: 3 alerts" for a digest; [`inert`].
@@ -334,6 +300,26 @@ pub(super) struct Layout {
     pub link: bool,
 }
 
+/// The change lines of `alert` in a message: a heading, the first
+/// [`SHOWN_CHANGES`](super::SHOWN_CHANGES), and "and N more" linking to the
+/// check's change view (plain text without a public URL).
+fn change_lines(alert: &Alert, links: &Links, d: Dialect) -> Vec<String> {
+    let (shown, more) = alert.shown_changes();
+    if shown.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![d.bold("Changes")];
+    lines.extend(shown.iter().map(|c| d.code(&inert(&c.text))));
+    if more > 0 {
+        let words = format!("and {more} more");
+        lines.push(match links.change_view(alert) {
+            Some(url) => d.link(&words, &url),
+            None => d.text(&words),
+        });
+    }
+    lines
+}
+
 /// The whole message for `alerts` as one text in `layout`.
 pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String {
     let d = layout.dialect;
@@ -357,11 +343,13 @@ pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String 
             };
             lines.push(format!("{}: {value}", d.bold(label)));
         }
-        if !alert.changes.is_empty() {
-            lines.push(d.bold("Changes"));
-            for change in &alert.changes {
-                lines.push(d.code(&inert(&change.text)));
-            }
+        lines.extend(change_lines(alert, links, d));
+        // In a digest, each alert about changes links its own check (the
+        // message's link is the watch's).
+        if alerts.len() > 1
+            && let Some(url) = links.change_view(alert)
+        {
+            lines.push(d.link(CHANGES, &url));
         }
     }
     let head = if layout.title {
@@ -369,11 +357,8 @@ pub(super) fn render(alerts: &[Alert], links: &Links, layout: Layout) -> String 
     } else {
         String::new()
     };
-    let tail = match alerts.first() {
-        Some(first) if layout.link => {
-            let (label, url) = links.of(first);
-            format!("\n{}", d.link(label, &url))
-        }
+    let tail = match links.of_message(alerts) {
+        Some((label, url)) if layout.link => format!("\n{}", d.link(label, &url)),
         _ => String::new(),
     };
     let size = |s: &str| layout.measure.of(s);
@@ -436,6 +421,7 @@ mod tests {
                     kind: "update".to_owned(),
                     path: "T".to_owned(),
                     text: format!("update T / row {i}: 1 -> 2"),
+                    ..ChangeLine::default()
                 })
                 .collect(),
             records: Vec::new(),
@@ -500,10 +486,14 @@ mod tests {
     #[test]
     fn long_messages_are_cut_at_lines_within_the_limit() {
         let links = Links::new(Some(
-            &Url::parse("https://semclip.example.org/base/").expect("url"),
+            &url::Url::parse("https://semclip.example.org/base/").expect("url"),
         ));
-        for limit in [300, 700, 2000] {
-            let text = render(&[alert(200)], &links, layout(Dialect::Html, limit));
+        let view = "https://semclip.example.org/base/status/gazp/changes/at/1741082400000";
+        let mut long = alert(3);
+        long.summary = "word ".repeat(60);
+        let digest = [long.clone(), long.clone(), long.clone(), long];
+        for limit in [300, 700, 1500] {
+            let text = render(&digest, &links, layout(Dialect::Html, limit));
             assert!(
                 text.encode_utf16().count() <= limit,
                 "{limit}: {}",
@@ -518,7 +508,50 @@ mod tests {
             );
         }
         let all = render(&[alert(3)], &links, layout(Dialect::Plain, 4000));
-        assert!(!all.contains("more lines"), "{all}");
+        assert!(
+            !all.contains("more lines") && !all.contains(" more: "),
+            "{all}"
+        );
         assert!(all.contains("update T / row 2: 1 -> 2"), "{all}");
+        assert!(all.ends_with(&format!("View changes: {view}")), "{all}");
+    }
+
+    #[test]
+    fn a_few_changes_are_shown_and_the_rest_linked_to_the_change_view() {
+        let public = url::Url::parse("https://semclip.example.org/base/").expect("url");
+        let view = "https://semclip.example.org/base/status/gazp/changes/at/1741082400000";
+        let text = render(
+            &[alert(200)],
+            &Links::new(Some(&public)),
+            layout(Dialect::Html, 4096),
+        );
+        assert_eq!(text.matches("<code>update T / row").count(), 5, "{text}");
+        assert!(text.contains("update T / row 4: 1 -&gt; 2"), "{text}");
+        assert!(!text.contains("row 5:"), "{text}");
+        assert!(
+            text.contains(&format!("<a href=\"{view}\">and 195 more</a>")),
+            "{text}"
+        );
+        assert!(!text.contains("more lines"), "{text}");
+        assert!(
+            text.ends_with(&format!("<a href=\"{view}\">View changes</a>")),
+            "{text}"
+        );
+        // In a digest, each alert about changes links its own check.
+        let slack = render(
+            &[alert(2), alert(7)],
+            &Links::new(Some(&public)),
+            layout(Dialect::Slack, 3000),
+        );
+        assert_eq!(slack.matches(&format!("<{view}|View changes>")).count(), 2);
+        assert!(slack.contains(&format!("<{view}|and 2 more>")), "{slack}");
+        assert!(
+            slack.ends_with("<https://semclip.example.org/base/status/gazp|Status page>"),
+            "{slack}"
+        );
+        // Without a public URL the rest are counted, not linked.
+        let plain = render(&[alert(8)], &Links::new(None), layout(Dialect::Plain, 4096));
+        assert!(plain.contains("\nand 3 more\n"), "{plain}");
+        assert!(plain.ends_with("Page: https://example.org/q"), "{plain}");
     }
 }

@@ -13,6 +13,7 @@ mod email;
 mod file;
 mod format;
 mod http;
+mod links;
 mod webhook;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,7 @@ use url::Url;
 
 use crate::config::{NotifierConfig, SmtpConfig};
 use crate::diff::{Field, RecordChangeKind};
+use links::Links;
 
 pub use channels::ChannelNotifier;
 pub use email::EmailNotifier;
@@ -30,6 +32,11 @@ pub use webhook::WebhookNotifier;
 /// The version of the JSON shape of a delivered alert (webhook payload and
 /// file lines). Bump it only on purpose (see docs/notifiers.md, "Webhook payload, version 1").
 pub const PAYLOAD_VERSION: &str = "1";
+
+/// The change lines a short account of one alert shows (a chat or push
+/// message, the daemon's log); the rest are counted ("and 7 more") and
+/// linked to the change view.
+pub const SHOWN_CHANGES: usize = 5;
 
 /// One alert, as stored in the outbox and delivered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,7 +75,16 @@ pub struct Alert {
     pub failures: Option<u32>,
 }
 
-/// What an alert is about (serialised in snake_case).
+impl Alert {
+    /// The change lines a short account of the alert shows (at most
+    /// [`SHOWN_CHANGES`]), and how many more it has.
+    pub fn shown_changes(&self) -> (&[ChangeLine], usize) {
+        let (shown, rest) = self.changes.split_at(self.changes.len().min(SHOWN_CHANGES));
+        (shown, rest.len())
+    }
+}
+
+/// What an alert is about (serialised in snake_case: [`AlertKind::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertKind {
@@ -92,6 +108,21 @@ pub enum AlertKind {
 }
 
 impl AlertKind {
+    /// Its name in the payload and the logs, as serialised:
+    /// `threshold_crossed`, `changed`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertKind::ThresholdCrossed => "threshold_crossed",
+            AlertKind::ThresholdReturned => "threshold_returned",
+            AlertKind::SelectorLost => "selector_lost",
+            AlertKind::SelectorFound => "selector_found",
+            AlertKind::Changed => "changed",
+            AlertKind::Failing => "failing",
+            AlertKind::Recovered => "recovered",
+            AlertKind::LayoutChanged => "layout_changed",
+        }
+    }
+
     /// A short human label ("threshold crossed", "changed", ...).
     pub fn label(self) -> &'static str {
         match self {
@@ -129,8 +160,11 @@ pub struct ThresholdAlert {
     pub node: Option<String>,
 }
 
-/// One change in data terms.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One change in data terms: as words (`path`, `text`) and as data (the
+/// record key and column, the values before and after, the nodes' XPaths,
+/// the numbers). The data fields are absent where they do not apply (new
+/// in version 1: receivers ignore keys they do not know).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChangeLine {
     /// insert, delete, update or move.
     pub kind: String,
@@ -138,11 +172,38 @@ pub struct ChangeLine {
     pub path: String,
     /// The whole line as `semclip diff` prints it.
     pub text: String,
+    /// The key of the record (a keyed table row, an `extract: records`
+    /// record) the change lies in: `GAZP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The column (the record's field) the change lies in, when it lies
+    /// in one named cell of a keyed row: `Last`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// The value before (absent for an insert).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The value after (absent for a delete; a move's is its `old`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+    /// The `xpath` id of the node before the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_xpath: Option<String>,
+    /// The `xpath` id of the node after the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_xpath: Option<String>,
+    /// The number `old` reads as (the hierarchy's `num`), for an update of
+    /// a number to a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_num: Option<f64>,
+    /// The number `new` reads as, for an update of a number to a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_num: Option<f64>,
 }
 
 /// One record that came, went or changed, in a `changed` alert: its
 /// identity, its fields before and after, and its changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordLine {
     /// `added`, `removed` or `changed`.
     pub kind: RecordChangeKind,
@@ -259,9 +320,11 @@ pub enum Notifier {
 impl Notifier {
     /// Builds the notifier called `name` from its configuration; email
     /// notifiers need the daemon's `smtp` section, webhooks and channels use
-    /// `http`. Chat and push messages link to the watch's status page under
-    /// `public_url` (the daemon's `server.public_url`), or without one to
-    /// the watched page.
+    /// `http`. Alerts link to their page under `public_url` (the daemon's
+    /// `server.public_url`): the change view of the check for an alert
+    /// about changes, else the watch's status page (`notify/links.rs`); without
+    /// one, messages for people link to the watched page and payloads
+    /// carry no `link`.
     pub fn from_config(
         name: &str,
         cfg: &NotifierConfig,
@@ -269,23 +332,21 @@ impl Notifier {
         http: &reqwest::Client,
         public_url: Option<&Url>,
     ) -> Result<Notifier, NotifyError> {
+        let links = Links::new(public_url);
         Ok(match cfg {
             NotifierConfig::Email { to } => {
                 let smtp = smtp.ok_or_else(|| NotifyError::MissingSmtp {
                     notifier: name.to_owned(),
                 })?;
-                Notifier::Email(EmailNotifier::new(name, to, smtp)?)
+                Notifier::Email(EmailNotifier::new(name, to, smtp, links)?)
             }
             NotifierConfig::Webhook(webhook) => {
-                Notifier::Webhook(WebhookNotifier::new(name, webhook, http.clone())?)
+                Notifier::Webhook(WebhookNotifier::new(name, webhook, http.clone(), links)?)
             }
-            NotifierConfig::File { path } => Notifier::File(FileNotifier::new(name, path)),
-            NotifierConfig::Channel(channel) => Notifier::Channel(ChannelNotifier::new(
-                name,
-                channel,
-                public_url,
-                http.clone(),
-            )),
+            NotifierConfig::File { path } => Notifier::File(FileNotifier::new(name, path, links)),
+            NotifierConfig::Channel(channel) => {
+                Notifier::Channel(ChannelNotifier::new(name, channel, links, http.clone()))
+            }
         })
     }
 
@@ -315,11 +376,30 @@ impl Notifier {
     }
 }
 
+/// One alert as a payload carries it: the alert, and its `link` when the
+/// daemon has a public URL (made at delivery, not stored: see [`links`]).
+#[derive(Serialize)]
+struct Delivered<'a> {
+    #[serde(flatten)]
+    alert: &'a Alert,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<String>,
+}
+
+impl<'a> Delivered<'a> {
+    fn new(alert: &'a Alert, links: &Links) -> Delivered<'a> {
+        Delivered {
+            alert,
+            link: links.server(alert).map(|(_, url)| url),
+        }
+    }
+}
+
 /// The webhook body: `{"version":"1","alerts":[...]}`.
 #[derive(Serialize)]
 struct Payload<'a> {
     version: &'static str,
-    alerts: &'a [Alert],
+    alerts: Vec<Delivered<'a>>,
 }
 
 /// One file line: `{"version":"1", ...alert}`.
@@ -327,5 +407,48 @@ struct Payload<'a> {
 struct Line<'a> {
     version: &'static str,
     #[serde(flatten)]
-    alert: &'a Alert,
+    alert: Delivered<'a>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An alert for the notifiers' tests: `kind`, of watch `w`, at
+    /// 2025-01-01T00:00:00Z, with nothing else to tell.
+    pub(super) fn alert(id: &str, kind: AlertKind) -> Alert {
+        Alert {
+            id: id.to_owned(),
+            kind,
+            watch: "w".to_owned(),
+            watch_title: None,
+            url: "https://example.org/".to_owned(),
+            at: "2025-01-01T00:00:00Z".to_owned(),
+            summary: "Prix €".to_owned(),
+            threshold: None,
+            changes: Vec::new(),
+            records: Vec::new(),
+            error: None,
+            failures: None,
+        }
+    }
+
+    #[test]
+    fn a_short_account_shows_the_first_changes_and_counts_the_rest() {
+        let mut a = alert("a-1", AlertKind::Changed);
+        assert_eq!(a.shown_changes(), (&[][..], 0));
+        a.changes = (0..SHOWN_CHANGES + 3)
+            .map(|i| ChangeLine {
+                text: format!("line {i}"),
+                ..ChangeLine::default()
+            })
+            .collect();
+        let (shown, more) = a.shown_changes();
+        assert_eq!(shown.len(), SHOWN_CHANGES);
+        assert_eq!(shown[0].text, "line 0");
+        assert_eq!(more, 3);
+        a.changes.truncate(2);
+        assert_eq!(a.shown_changes().0.len(), 2);
+        assert_eq!(a.shown_changes().1, 0);
+    }
 }

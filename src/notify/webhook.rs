@@ -1,5 +1,6 @@
-//! Webhook notifier: one HTTP POST of `{"version":"1","alerts":[...]}`,
-//! signed with HMAC-SHA256 when a secret is configured.
+//! Webhook notifier: one HTTP POST of `{"version":"1","alerts":[...]}`
+//! (each alert with its `link` when the daemon has a public URL), signed
+//! with HMAC-SHA256 when a secret is configured.
 
 use std::time::Duration;
 
@@ -8,7 +9,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, USER_AGE
 use sha2::Sha256;
 use url::Url;
 
-use super::{Alert, DeliveryError, NotifyError, PAYLOAD_VERSION, Payload, http};
+use super::links::Links;
+use super::{Alert, Delivered, DeliveryError, NotifyError, PAYLOAD_VERSION, Payload, http};
 use crate::config::{Secret, WebhookConfig};
 
 /// The header carrying the id of the first alert (an idempotency key).
@@ -25,6 +27,8 @@ pub struct WebhookNotifier {
     timeout: Duration,
     headers: HeaderMap,
     http: reqwest::Client,
+    /// Each alert's `link`.
+    links: Links,
 }
 
 impl WebhookNotifier {
@@ -32,6 +36,7 @@ impl WebhookNotifier {
         name: &str,
         cfg: &WebhookConfig,
         http: reqwest::Client,
+        links: Links,
     ) -> Result<WebhookNotifier, NotifyError> {
         let mut headers = HeaderMap::new();
         for (key, value) in &cfg.headers {
@@ -60,6 +65,7 @@ impl WebhookNotifier {
             timeout: cfg.timeout,
             headers,
             http,
+            links,
         })
     }
 
@@ -77,7 +83,10 @@ impl WebhookNotifier {
     pub(super) async fn deliver(&self, alerts: &[Alert]) -> Result<(), DeliveryError> {
         let body = serde_json::to_vec(&Payload {
             version: PAYLOAD_VERSION,
-            alerts,
+            alerts: alerts
+                .iter()
+                .map(|a| Delivered::new(a, &self.links))
+                .collect(),
         })
         .map_err(|e| DeliveryError::permanent(format!("cannot encode the payload: {e}")))?;
         let mut headers = self.headers.clone();

@@ -1,6 +1,8 @@
 //! Finding what to watch, in the browser: a watch's current hierarchy as a
 //! collapsible tree (`/status/{watch}/tree`) and the change view of one
-//! stored change event (`/status/{watch}/changes/{id}`); and the two
+//! stored change event (`/status/{watch}/changes/{id}`) or of the check
+//! made at a time (`/status/{watch}/changes/at/{ms}`, where alerts link);
+//! and the two
 //! scripts the server serves: the tree's copy buttons (`/status.js`) and
 //! the portals' `<semclip-clip>` element (`/embed.js`).
 //!
@@ -28,6 +30,11 @@
 //! - A change view shows every change of the same check (the changes
 //!   stored with one snapshot), the one asked for marked: an update of one
 //!   cell makes sense next to its row, and a check's changes together.
+//! - A check's change view is also found by the check's time
+//!   (`/changes/at/{ms}`), which every event of the check is stored at:
+//!   alerts link there, since they are queued in the same transaction that
+//!   gives the events their ids (`notify/links.rs` says why). That view
+//!   shows the check's data changes and its layout event, none marked.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -46,7 +53,7 @@ use super::pages::{self, NONE, layout, plural, seg, time, truncate};
 use crate::config::starter;
 use crate::diff::Change;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
-use crate::store::{Event, time};
+use crate::store::{Event, EventRecord, time};
 use chrono::SecondsFormat;
 
 /// Nodes shown in a tree, at most.
@@ -302,44 +309,123 @@ pub(crate) struct ChangeDetail {
     pub row: Option<RowSides>,
 }
 
+/// Which change view a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// One change event, marked among the others of its check
+    /// (`/status/{watch}/changes/{id}`).
+    Event(i64),
+    /// Every change event of the check made at this time, in Unix
+    /// milliseconds, none marked (`/status/{watch}/changes/at/{ms}`): the
+    /// link alerts carry, made before their check's events had ids (the
+    /// reasons are in `notify/links.rs`).
+    Check(i64),
+}
+
+impl Wanted {
+    /// The events the view shows, oldest first, out of a watch's newest
+    /// `events` (newest first, as [`crate::store::Store::events`] reads
+    /// them); `None` when the wanted ones are not among them.
+    fn group(self, events: Vec<EventRecord>) -> Option<Vec<EventRecord>> {
+        let mut group: Vec<EventRecord> = match self {
+            Wanted::Event(id) => {
+                let target = events.iter().find(|e| e.id == id)?;
+                let (snapshot, layout) = (target.snapshot_id, target.event.is_layout());
+                // The others of the same check: same snapshot, not layout.
+                events
+                    .into_iter()
+                    .filter(|e| {
+                        e.id == id
+                            || (snapshot.is_some()
+                                && e.snapshot_id == snapshot
+                                && !e.event.is_layout()
+                                && !layout)
+                    })
+                    .collect()
+            }
+            // Every event of one check is stored at the check's time: its
+            // data changes and its layout event (the snapshot of the data
+            // changes may be pruned, their time stays).
+            Wanted::Check(ms) => events
+                .into_iter()
+                .filter(|e| time::utc(e.at).map(|t| t.timestamp_millis()) == Some(ms))
+                .collect(),
+        };
+        group.reverse();
+        (!group.is_empty()).then_some(group)
+    }
+
+    /// The event marked in the view, if one is.
+    fn marked(self) -> Option<i64> {
+        match self {
+            Wanted::Event(id) => Some(id),
+            Wanted::Check(_) => None,
+        }
+    }
+}
+
 /// `GET /status/{watch}/changes/{id}`.
 pub(crate) async fn change(
     State(server): State<Arc<Server>>,
     Path((watch, event)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, Error> {
-    require(&server, &headers, Need::Read, Form::Html)?;
-    let not_found = || {
-        Error::not_found(
-            format!("watch `{watch}` has no change `{event}`"),
-            Form::Html,
-        )
+    change_view(
+        &server,
+        &headers,
+        (watch, &event),
+        Wanted::Event,
+        "no change",
+    )
+    .await
+}
+
+/// `GET /status/{watch}/changes/at/{ms}`: the change view of the check
+/// made at `ms` (Unix milliseconds), where alerts link.
+pub(crate) async fn check_changes(
+    State(server): State<Arc<Server>>,
+    Path((watch, at)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    change_view(
+        &server,
+        &headers,
+        (watch, &at),
+        Wanted::Check,
+        "no changes recorded at",
+    )
+    .await
+}
+
+/// The change view of `watch` that `raw` (the path's last segment, a
+/// number) names as `wanted` says: the check's changes, each beside its
+/// old and new values from the snapshots they lie between; not found
+/// ("watch `w` has `nothing` `raw`") when `raw` is no number or the store
+/// no longer holds them.
+async fn change_view(
+    server: &Arc<Server>,
+    headers: &HeaderMap,
+    (watch, raw): (String, &str),
+    wanted: fn(i64) -> Wanted,
+    nothing: &str,
+) -> Result<Response, Error> {
+    require(server, headers, Need::Read, Form::Html)?;
+    let missing = || Error::not_found(format!("watch `{watch}` has {nothing} `{raw}`"), Form::Html);
+    let Ok(n) = raw.parse::<i64>() else {
+        return Err(missing());
     };
-    let Ok(wanted) = event.parse::<i64>() else {
-        return Err(not_found());
-    };
+    let wanted = wanted(n);
     let w = watch.clone();
     let found = server
         .stores
         .run(move |s| {
-            let events = s.events(&w, None, EVENTS)?;
-            let Some(target) = events.iter().find(|e| e.id == wanted).cloned() else {
+            let Some(group) = wanted.group(s.events(&w, None, EVENTS)?) else {
                 return Ok(None);
             };
-            // The others of the same check: same snapshot, not layout.
-            let group: Vec<_> = events
-                .into_iter()
-                .filter(|e| {
-                    e.id == wanted
-                        || (target.snapshot_id.is_some()
-                            && e.snapshot_id == target.snapshot_id
-                            && !e.event.is_layout()
-                            && !target.event.is_layout())
-                })
-                .rev()
-                .collect();
             let (mut old, mut new) = (None, None);
-            if let Some(snapshot) = target.snapshot_id {
+            // (A layout event has no snapshot; the check's data changes do,
+            // until retention prunes it.)
+            if let Some(snapshot) = group.iter().find_map(|e| e.snapshot_id) {
                 new = s.snapshot(snapshot)?.map(|s| s.xml);
                 let ids = s.snapshots(&w)?;
                 let before = ids
@@ -360,13 +446,14 @@ pub(crate) async fn change(
                     }
                 })
             };
-            Ok(Some((target.at, group, read(old), read(new))))
+            Ok(Some((group, read(old), read(new))))
         })
         .await
         .map_err(|e| Error::internal(&e, Form::Html))?;
-    let Some((at, group, old, new)) = found else {
-        return Err(not_found());
+    let Some((group, old, new)) = found else {
+        return Err(missing());
     };
+    let at = group.first().map_or(SystemTime::UNIX_EPOCH, |e| e.at);
     let details: Vec<ChangeDetail> = group
         .iter()
         .map(|e| detail(e.id, &e.event, old.as_ref(), new.as_ref()))
@@ -379,7 +466,7 @@ pub(crate) async fn change(
     Ok(super::status::html(change_page(
         &watch,
         &title,
-        wanted,
+        wanted.marked(),
         at,
         &details,
         SystemTime::now(),
@@ -481,21 +568,26 @@ fn detail(
     }
 }
 
-/// The change view: the check's changes, `wanted` marked, each beside
-/// its old and new values (a table row with its changed cells marked).
+/// The change view: the check's changes, `wanted` marked (if one is),
+/// each beside its old and new values (a table row with its changed cells
+/// marked).
 pub(crate) fn change_page(
     watch: &str,
     title: &str,
-    wanted: i64,
+    wanted: Option<i64>,
     at: SystemTime,
     changes: &[ChangeDetail],
     now: SystemTime,
 ) -> String {
     let id = seg(watch);
+    let name = match wanted {
+        Some(n) => format!("change {n}"),
+        None => "changes".to_owned(),
+    };
     let body = html! {
         nav.crumbs {
             a href="/status" { "semclip status" } " / "
-            a href={ "/status/" (id) } { (watch) } " / change " (wanted)
+            a href={ "/status/" (id) } { (watch) } " / " (name)
         }
         h1 { (title) ": " (plural(changes.len(), "change", "changes")) }
         p.muted { "Found " (time(Some(at), now)) ". "
@@ -504,20 +596,16 @@ pub(crate) fn change_page(
             @for c in changes { (change_block(&id, wanted, c)) }
         }
     };
-    layout(
-        &format!("{title}: change {wanted} — semclip"),
-        false,
-        None,
-        body,
-    )
+    layout(&format!("{title}: {name} — semclip"), false, None, body)
 }
 
-fn change_block(watch: &str, wanted: i64, c: &ChangeDetail) -> Markup {
+fn change_block(watch: &str, wanted: Option<i64>, c: &ChangeDetail) -> Markup {
+    let current = wanted == Some(c.id);
     html! {
-        li.change.current[c.id == wanted] id={ "change-" (c.id) } {
+        li.change.current[current] id={ "change-" (c.id) } {
             p {
                 span class={ "badge kind-" (pages::safe_id(&c.kind)) } { (c.kind) } " "
-                @if c.id == wanted { (c.line) } @else {
+                @if current { (c.line) } @else {
                     a href=(pages::change_href(watch, c.id)) { (c.line) }
                 }
             }
@@ -631,7 +719,7 @@ mod tests {
         let html = change_page(
             "q",
             "Quotes",
-            7,
+            Some(7),
             SystemTime::UNIX_EPOCH,
             &[d],
             SystemTime::UNIX_EPOCH,
@@ -645,6 +733,54 @@ mod tests {
             html.contains("class=\"change current\" id=\"change-7\""),
             "{html}"
         );
+    }
+
+    #[test]
+    fn a_check_is_found_by_its_time_and_an_event_with_its_check() {
+        let at = |ms: u64| SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        // Events as the store keeps them (JSON with their kind).
+        let event =
+            |json: serde_json::Value| -> Event { serde_json::from_value(json).expect("an event") };
+        let change = |id: i64, snapshot: i64, ms: u64| EventRecord {
+            id,
+            watch: "q".to_owned(),
+            snapshot_id: Some(snapshot),
+            at: at(ms),
+            event: event(serde_json::json!(
+                {"kind": "insert", "context": ["T"], "new": format!("v{id}")}
+            )),
+        };
+        let layout = EventRecord {
+            id: 4,
+            watch: "q".to_owned(),
+            snapshot_id: None,
+            at: at(2_000),
+            event: event(serde_json::json!({
+                "kind": "layout", "drift": 0.5, "max_drift": 0.3,
+                "against": "previous page", "lost": [], "moved": [], "summary": "drifted"
+            })),
+        };
+        // Newest first, as the store reads them: two checks.
+        let events = vec![
+            layout,
+            change(3, 2, 2_000),
+            change(2, 2, 2_000),
+            change(1, 1, 1_000),
+        ];
+        let ids = |w: Wanted| {
+            w.group(events.clone())
+                .map(|g| g.iter().map(|e| e.id).collect::<Vec<_>>())
+        };
+        assert_eq!(ids(Wanted::Check(2_000)), Some(vec![2, 3, 4]));
+        assert_eq!(ids(Wanted::Check(1_000)), Some(vec![1]));
+        assert_eq!(ids(Wanted::Check(1_500)), None);
+        assert_eq!(ids(Wanted::Event(3)), Some(vec![2, 3]));
+        assert_eq!(ids(Wanted::Event(4)), Some(vec![4]));
+        assert_eq!(ids(Wanted::Event(9)), None);
+        assert_eq!(Wanted::Check(2_000).marked(), None);
+        let html = change_page("q", "Q", None, at(2_000), &[], SystemTime::UNIX_EPOCH);
+        assert!(html.contains("Q: changes — semclip"), "{html}");
+        assert!(!html.contains("change current"), "{html}");
     }
 
     #[test]
@@ -668,7 +804,7 @@ mod tests {
         let html = change_page(
             "q",
             "Q",
-            3,
+            Some(3),
             SystemTime::UNIX_EPOCH,
             &[d],
             SystemTime::UNIX_EPOCH,

@@ -29,6 +29,10 @@ pub fn app(server: Arc<Server>) -> Router {
         .route("/status/{watch}", get(status::watch))
         .route("/status/{watch}/tree", get(explore::tree))
         .route("/status/{watch}/changes/{event}", get(explore::change))
+        .route(
+            "/status/{watch}/changes/at/{at}",
+            get(explore::check_changes),
+        )
         .route("/status.js", get(explore::script))
         .route("/embed.js", get(explore::embed))
         .route("/api/openapi.json", get(openapi::openapi_doc))

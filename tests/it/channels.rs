@@ -482,15 +482,14 @@ async fn discord_posts_content_within_its_limit() {
     assert_readable(content, markdown_unescape);
 
     // A digest far over 2000 characters is cut, and still accepted.
-    let mut big = changed_alert("big-1");
-    big.changes = (0..400)
+    let big: Vec<Alert> = (0..40)
         .map(|i| {
-            let mut c = big.changes[0].clone();
-            c.text = format!("update Shares / ROW{i} / Last: {i} -> {}", i + 1);
-            c
+            let mut alert = changed_alert(&format!("big-{i}"));
+            alert.summary = format!("{i}: {}", "many words ".repeat(25));
+            alert
         })
         .collect();
-    notifier.deliver(&[big]).await.expect("cut to fit");
+    notifier.deliver(&big).await.expect("cut to fit");
     let content = service.requests()[1].json()["content"]
         .as_str()
         .expect("content")
@@ -965,6 +964,163 @@ async fn gotify_posts_markdown_with_a_click_url() {
 }
 
 // ---------------------------------------------------------------- links
+
+/// The change view of the check that raised [`changed_alert`] (its `at`,
+/// 2025-03-04T10:00:00Z, in Unix milliseconds), under [`PUBLIC`].
+const CHANGE_VIEW: &str = "https://semclip.example.org/base/status/gazp/changes/at/1741082400000";
+
+/// A changed alert of watch `gazp` with `n` change lines (`ROW0`, `ROW1`,
+/// ...).
+fn many_changes(id: &str, n: usize) -> Alert {
+    let mut alert = changed_alert(id);
+    alert.changes = (0..n)
+        .map(|i| {
+            let mut c = alert.changes[0].clone();
+            c.text = format!("update Shares / ROW{i} / Last: {i} -> {}", i + 1);
+            c
+        })
+        .collect();
+    alert
+}
+
+/// Everything a service got in `request`: its body, then its headers
+/// (ntfy's link is its `Click` header).
+fn request_text(request: &ReceivedRequest) -> String {
+    let mut text = String::from_utf8_lossy(&request.body).into_owned();
+    for (name, value) in &request.headers {
+        text.push_str(&format!(
+            "\n{}: {}",
+            name.as_str(),
+            value.to_str().unwrap_or_default()
+        ));
+    }
+    text
+}
+
+#[tokio::test]
+async fn every_channel_links_a_changed_alert_to_its_change_view_and_shows_five_changes() {
+    let alert = [many_changes("many-1", 12)];
+    let mut got: Vec<(&str, String)> = Vec::new();
+
+    let slack = Service::start(slack_service).await;
+    notifier(Channel::Slack(Slack {
+        url: SecretUrl::new(slack.url("/services/T0001/B0002/XXXX")),
+    }))
+    .deliver(&alert)
+    .await
+    .expect("slack");
+    got.push(("slack", request_text(&slack.requests()[0])));
+
+    let teams = Service::start(teams_service).await;
+    let mut hook = teams.url("/workflows/wf42/triggers/manual/paths/invoke");
+    hook.query_pairs_mut()
+        .append_pair("api-version", "2016-06-01")
+        .append_pair("sig", "s1gn4ture");
+    notifier(Channel::Teams(Teams {
+        url: SecretUrl::new(hook),
+    }))
+    .deliver(&alert)
+    .await
+    .expect("teams");
+    let card = teams.requests()[0].json()["attachments"][0]["content"].clone();
+    assert_eq!(card["actions"][0]["url"], CHANGE_VIEW, "{card:#}");
+    assert_eq!(card["actions"][0]["title"], "View changes", "{card:#}");
+    got.push(("teams", request_text(&teams.requests()[0])));
+
+    let discord = Service::start(discord_service).await;
+    notifier(Channel::Discord(Discord {
+        url: SecretUrl::new(discord.url("/api/webhooks/1122334455/d1sc0rd-t0ken")),
+    }))
+    .deliver(&alert)
+    .await
+    .expect("discord");
+    let content = discord.requests()[0].json()["content"]
+        .as_str()
+        .expect("content")
+        .to_owned();
+    assert!(
+        content.contains(&format!("[and 7 more](<{CHANGE_VIEW}>)")),
+        "{content}"
+    );
+    assert!(
+        content.ends_with(&format!("[View changes](<{CHANGE_VIEW}>)")),
+        "{content}"
+    );
+    got.push(("discord", request_text(&discord.requests()[0])));
+
+    let telegram = Service::start(telegram_service).await;
+    notifier(telegram_channel(&telegram))
+        .deliver(&alert)
+        .await
+        .expect("telegram");
+    let text = telegram.requests()[0].json()["text"]
+        .as_str()
+        .expect("text")
+        .to_owned();
+    assert!(
+        text.contains(&format!("<a href=\"{CHANGE_VIEW}\">and 7 more</a>")),
+        "{text}"
+    );
+    got.push(("telegram", request_text(&telegram.requests()[0])));
+
+    let matrix = Service::start(matrix_service()).await;
+    notifier(Channel::Matrix(Matrix {
+        server: matrix.base.clone(),
+        room: ROOM_ID.to_owned(),
+        token: Secret::new(MATRIX_TOKEN),
+    }))
+    .deliver(&alert)
+    .await
+    .expect("matrix");
+    let put = matrix.requests().last().cloned().expect("a PUT");
+    assert_eq!(put.method, Method::PUT);
+    got.push(("matrix", request_text(&put)));
+
+    let ntfy = Service::start(ntfy_service("Bearer tk_ntfytoken")).await;
+    notifier(Channel::Ntfy(Ntfy {
+        server: ntfy.base.clone(),
+        topic: "semclip-ops".to_owned(),
+        auth: Some(NtfyAuth::Token(Secret::new("tk_ntfytoken"))),
+        priority: None,
+        tags: Vec::new(),
+    }))
+    .deliver(&alert)
+    .await
+    .expect("ntfy");
+    assert_eq!(ntfy.requests()[0].header("click"), Some(CHANGE_VIEW));
+    got.push(("ntfy", request_text(&ntfy.requests()[0])));
+
+    let gotify = Service::start(gotify_service).await;
+    notifier(Channel::Gotify(Gotify {
+        server: gotify.url("/gotify/"),
+        token: Secret::new("AppT0kenGotify"),
+        priority: None,
+    }))
+    .deliver(&alert)
+    .await
+    .expect("gotify");
+    assert_eq!(
+        gotify.requests()[0].json()["extras"]["client::notification"]["click"]["url"],
+        CHANGE_VIEW
+    );
+    got.push(("gotify", request_text(&gotify.requests()[0])));
+
+    assert_eq!(got.len(), 7, "every chat and push service");
+    for (service, text) in &got {
+        assert!(
+            text.contains(CHANGE_VIEW),
+            "{service}: no link to the change view in\n{text}"
+        );
+        assert!(
+            text.contains("and 7 more"),
+            "{service}: no \"and 7 more\" in\n{text}"
+        );
+        assert!(
+            text.contains("ROW4") && !text.contains("ROW5"),
+            "{service}: not the first five changes in\n{text}"
+        );
+    }
+}
 
 #[tokio::test]
 async fn without_a_public_url_messages_link_to_the_page() {

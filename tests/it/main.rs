@@ -21,6 +21,7 @@
     reason = "a test is a scenario told in order; the function budget is the library's"
 )]
 
+mod alerts;
 mod articles;
 mod browser;
 mod browser_sessions;

@@ -59,11 +59,23 @@ pub(crate) fn changed_alert(id: &str) -> Alert {
                 kind: "update".to_owned(),
                 path: "Shares / GAZP / Last".to_owned(),
                 text: "update Shares / GAZP / Last: 299 -> 301.5".to_owned(),
+                key: Some("GAZP".to_owned()),
+                column: Some("Last".to_owned()),
+                old: Some("299".to_owned()),
+                new: Some("301.5".to_owned()),
+                old_xpath: Some("/page/table[1]/row[3]/cell[2]".to_owned()),
+                new_xpath: Some("/page/table[1]/row[3]/cell[2]".to_owned()),
+                old_num: Some(299.0),
+                new_num: Some(301.5),
             },
             ChangeLine {
                 kind: "insert".to_owned(),
                 path: "Shares / NVTK".to_owned(),
                 text: "insert Shares / NVTK: <b>new</b> row".to_owned(),
+                key: Some("NVTK".to_owned()),
+                new: Some("<b>new</b> row".to_owned()),
+                new_xpath: Some("/page/table[1]/row[4]".to_owned()),
+                ..ChangeLine::default()
             },
         ],
         records: Vec::new(),
@@ -102,25 +114,61 @@ fn smtp_config(port: u16, login: Option<(&str, &str)>) -> SmtpConfig {
 }
 
 fn email_notifier(smtp: &SmtpConfig) -> Notifier {
+    email_notifier_linking(smtp, None)
+}
+
+/// An email notifier whose alerts link under `public` (the daemon's
+/// `server.public_url`).
+fn email_notifier_linking(smtp: &SmtpConfig, public: Option<&url::Url>) -> Notifier {
     let cfg = NotifierConfig::Email {
         to: vec![
             "Ops Team <ops@example.org>".to_owned(),
             "dev@example.org".to_owned(),
         ],
     };
-    Notifier::from_config("ops-mail", &cfg, Some(smtp), &reqwest::Client::new(), None)
-        .expect("email notifier")
+    Notifier::from_config(
+        "ops-mail",
+        &cfg,
+        Some(smtp),
+        &reqwest::Client::new(),
+        public,
+    )
+    .expect("email notifier")
 }
 
 fn webhook_notifier(url: url::Url, key: Option<&str>, timeout: Duration) -> Notifier {
+    webhook_notifier_linking(url, key, timeout, None)
+}
+
+/// A webhook notifier whose alerts link under `public`.
+fn webhook_notifier_linking(
+    url: url::Url,
+    key: Option<&str>,
+    timeout: Duration,
+    public: Option<&url::Url>,
+) -> Notifier {
     let cfg = NotifierConfig::Webhook(WebhookConfig {
         url,
         secret: key.map(secret),
         timeout,
         headers: vec![("X-Team".to_owned(), "ops".to_owned())],
     });
-    Notifier::from_config("hook", &cfg, None, &reqwest::Client::new(), None)
+    Notifier::from_config("hook", &cfg, None, &reqwest::Client::new(), public)
         .expect("webhook notifier")
+}
+
+/// The daemon's public URL in the link tests.
+const PUBLIC: &str = "https://semclip.example.org/base/";
+
+/// The change view of the check that raised [`changed_alert`] under
+/// [`PUBLIC`]: its `at` in Unix milliseconds.
+const CHANGE_VIEW: &str = "https://semclip.example.org/base/status/gazp/changes/at/1741082400000";
+
+/// The status page of watch `gazp` under [`PUBLIC`].
+const STATUS_PAGE: &str = "https://semclip.example.org/base/status/gazp";
+
+fn public() -> url::Url {
+    url::Url::parse(PUBLIC).expect("public URL")
 }
 
 fn addresses(address: Option<&mail_parser::Address<'_>>) -> Vec<String> {
@@ -244,6 +292,44 @@ async fn email_digest_lists_changes_and_failures() {
         html.contains("<li><code>insert Shares / NVTK: &lt;b&gt;new&lt;/b&gt; row</code></li>")
     );
     assert!(html.contains("HTTP 503 Service Unavailable"));
+}
+
+#[tokio::test]
+async fn email_links_each_alert_to_its_change_view_or_status_page() {
+    let server = SmtpServer::start();
+    let public = public();
+    let notifier = email_notifier_linking(&smtp_config(server.port(), None), Some(&public));
+    notifier
+        .deliver(&[changed_alert("c-1"), threshold_alert("t-2")])
+        .await
+        .expect("delivered");
+
+    let mails = server.messages();
+    assert_eq!(mails.len(), 1);
+    let message = mails[0].parsed();
+    let text = message
+        .body_text(0)
+        .expect("text part")
+        .replace("\r\n", "\n");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("View changes:") && l.ends_with(&format!(" {CHANGE_VIEW}"))),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Status page:") && l.ends_with(&format!(" {STATUS_PAGE}"))),
+        "{text}"
+    );
+    let html = message.body_html(0).expect("html part");
+    assert!(
+        html.contains(&format!("<a href=\"{CHANGE_VIEW}\">{CHANGE_VIEW}</a>")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("<a href=\"{STATUS_PAGE}\">{STATUS_PAGE}</a>")),
+        "{html}"
+    );
 }
 
 #[tokio::test]
@@ -397,6 +483,52 @@ async fn webhook_posts_signed_payload() {
 }
 
 #[tokio::test]
+async fn webhook_changes_carry_their_data_and_each_alert_its_link() {
+    let receiver = WebhookReceiver::start(None).await;
+    let public = public();
+    let notifier =
+        webhook_notifier_linking(receiver.url(), None, Duration::from_secs(10), Some(&public));
+    let alerts = [changed_alert("l-1"), threshold_alert("l-2")];
+    notifier.deliver(&alerts).await.expect("delivered");
+
+    let body = receiver.requests()[0].json();
+    assert_eq!(body["version"], PAYLOAD_VERSION);
+    let changed = &body["alerts"][0];
+    assert_eq!(changed["link"], CHANGE_VIEW, "{changed:#}");
+    assert_eq!(body["alerts"][1]["link"], STATUS_PAGE, "{body:#}");
+    // The change in a keyed table cell, as data.
+    let cell = &changed["changes"][0];
+    assert_eq!(cell["kind"], "update");
+    assert_eq!(cell["path"], "Shares / GAZP / Last");
+    assert_eq!(cell["text"], "update Shares / GAZP / Last: 299 -> 301.5");
+    assert_eq!(cell["key"], "GAZP");
+    assert_eq!(cell["column"], "Last");
+    assert_eq!(cell["old"], "299");
+    assert_eq!(cell["new"], "301.5");
+    assert_eq!(cell["old_xpath"], "/page/table[1]/row[3]/cell[2]");
+    assert_eq!(cell["new_xpath"], "/page/table[1]/row[3]/cell[2]");
+    assert_eq!(cell["old_num"], 299.0);
+    assert_eq!(cell["new_num"], 301.5);
+    // What does not apply is left out: an inserted row has no old side,
+    // no column and no numbers.
+    let row = changed["changes"][1].as_object().expect("a change object");
+    for absent in ["old", "old_xpath", "column", "old_num", "new_num"] {
+        assert!(!row.contains_key(absent), "{absent} in {row:?}");
+    }
+    assert_eq!(row["key"], "NVTK");
+    // The payload still reads back as the alerts.
+    let back: Vec<Alert> =
+        serde_json::from_value(body["alerts"].clone()).expect("alerts deserialise");
+    assert_eq!(back, alerts);
+
+    // Without a public URL there is no link to give.
+    let unlinked = webhook_notifier(receiver.url(), None, Duration::from_secs(10));
+    unlinked.deliver(&alerts).await.expect("delivered");
+    let body = receiver.requests()[1].json();
+    assert!(body["alerts"][0].get("link").is_none(), "{body:#}");
+}
+
+#[tokio::test]
 async fn webhook_without_secret_is_unsigned() {
     let receiver = WebhookReceiver::start(None).await;
     let notifier = webhook_notifier(receiver.url(), None, Duration::from_secs(10));
@@ -536,6 +668,30 @@ async fn file_notifier_appends_json_lines() {
     assert_eq!(lines[2]["error"], "HTTP 503 Service Unavailable");
 }
 
+#[tokio::test]
+async fn file_lines_carry_the_link_of_each_alert() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("alerts.jsonl");
+    let public = public();
+    let notifier = Notifier::from_config(
+        "log",
+        &NotifierConfig::File { path: path.clone() },
+        None,
+        &reqwest::Client::new(),
+        Some(&public),
+    )
+    .expect("file notifier");
+    notifier
+        .deliver(&[changed_alert("f-1"), failing_alert("f-2")])
+        .await
+        .expect("written");
+    let lines = read_lines(&path);
+    assert_eq!(lines[0]["version"], PAYLOAD_VERSION);
+    assert_eq!(lines[0]["link"], CHANGE_VIEW);
+    assert_eq!(lines[0]["changes"][0]["key"], "GAZP");
+    assert_eq!(lines[1]["link"], STATUS_PAGE);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_notifiers_writing_at_once_never_split_lines() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -576,11 +732,13 @@ fn alert_kinds_are_snake_case() {
         (AlertKind::Changed, "changed"),
         (AlertKind::Failing, "failing"),
         (AlertKind::Recovered, "recovered"),
+        (AlertKind::LayoutChanged, "layout_changed"),
     ];
     for (kind, name) in kinds {
         assert_eq!(
             serde_json::to_value(kind).expect("serialises"),
             serde_json::Value::String(name.to_owned())
         );
+        assert_eq!(kind.name(), name, "the log names it as the payload does");
     }
 }

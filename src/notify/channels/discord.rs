@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 
 use super::{ChannelNotifier, Deliver};
 use crate::config::channels::Discord;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure};
+use crate::notify::format::{self, Dialect, Layout, Measure};
+use crate::notify::links::Links;
 use crate::notify::{Alert, DeliveryError};
 
 /// Discord's limit of a message's `content`.

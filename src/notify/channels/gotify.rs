@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::{ChannelNotifier, Deliver, JSON, encode, join};
 use crate::config::channels::Gotify;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure, is_alarm, title};
+use crate::notify::format::{self, Dialect, Layout, Measure, is_alarm, title};
+use crate::notify::links::Links;
 use crate::notify::{Alert, DeliveryError};
 
 /// What semclip puts in one Gotify message.
@@ -47,11 +48,10 @@ fn gotify(alerts: &[Alert], links: &Links, priority: Option<u8>) -> Value {
         5
     });
     let mut extras = json!({"client::display": {"contentType": "text/markdown"}});
-    if let Some(first) = alerts.first() {
-        let (_, url) = links.of(first);
-        if format::is_web_link(&url) {
-            extras["client::notification"] = json!({"click": {"url": url}});
-        }
+    if let Some((_, url)) = links.of_message(alerts)
+        && format::is_web_link(&url)
+    {
+        extras["client::notification"] = json!({"click": {"url": url}});
     }
     json!({
         "title": title(alerts),

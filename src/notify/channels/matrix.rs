@@ -10,8 +10,9 @@ use sha2::{Digest, Sha256};
 
 use super::{ChannelNotifier, Deliver, JSON, encode, join, segment};
 use crate::config::channels::Matrix;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure};
+use crate::notify::format::{self, Dialect, Layout, Measure};
 use crate::notify::http::{self, Answer};
+use crate::notify::links::Links;
 use crate::notify::{Alert, DeliveryError};
 
 /// What semclip puts in one Matrix event body (events are at most 64 KiB).
@@ -142,20 +143,7 @@ mod tests {
     use crate::notify::AlertKind;
 
     fn alert(id: &str) -> Alert {
-        Alert {
-            id: id.to_owned(),
-            kind: AlertKind::Changed,
-            watch: "w".to_owned(),
-            watch_title: None,
-            url: "https://example.org/".to_owned(),
-            at: "2025-01-01T00:00:00Z".to_owned(),
-            summary: "Prix €".to_owned(),
-            threshold: None,
-            changes: Vec::new(),
-            records: Vec::new(),
-            error: None,
-            failures: None,
-        }
+        crate::notify::tests::alert(id, AlertKind::Changed)
     }
 
     #[test]

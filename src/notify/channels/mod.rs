@@ -1,8 +1,12 @@
 //! Chat and push notifiers: Slack, Microsoft Teams, Discord, Telegram,
 //! Matrix, ntfy and Gotify. Each formats one alert or a digest in the
-//! service's own markup ([`super::format`]) with a link to the watch's
-//! status page (or the watched page), and posts it with the shared HTTP
-//! client ([`super::http`]).
+//! service's own markup ([`super::format`]) with a link to the alert's
+//! page on semclip's server, the change view of its check or the watch's
+//! status page (or without a public URL the watched page:
+//! [`super::links`]), and posts it with the shared HTTP client
+//! ([`super::http`]). A message shows an alert's first
+//! [`SHOWN_CHANGES`](super::SHOWN_CHANGES) change lines and links the rest
+//! ("and 7 more") to the change view.
 //!
 //! Each service is one unit, one file: its message, its request and how it
 //! reads the answer (its verdict), behind [`Deliver`], implemented for the
@@ -54,8 +58,10 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 use url::Url;
 
-use super::format::{self, Links};
 use super::http::{self, Answer};
+use super::links::Links;
+// `text` as one URL path segment, for the units.
+use super::links::segment;
 use super::{Alert, DeliveryError};
 use crate::config::{Channel, ChannelConfig, SecretUrl};
 
@@ -93,14 +99,14 @@ impl ChannelNotifier {
     pub(in crate::notify) fn new(
         name: &str,
         cfg: &ChannelConfig,
-        public_url: Option<&Url>,
+        links: Links,
         http: reqwest::Client,
     ) -> ChannelNotifier {
         ChannelNotifier {
             name: name.to_owned(),
             channel: cfg.channel.clone(),
             timeout: cfg.timeout,
-            links: Links::new(public_url),
+            links,
             http,
             looked_up: OnceCell::new(),
         }
@@ -186,11 +192,6 @@ const JSON: &str = "application/json";
 /// A JSON body (serialising a `Value` cannot fail).
 fn encode(body: &Value) -> Vec<u8> {
     serde_json::to_vec(body).unwrap_or_default()
-}
-
-/// `text` as one URL path segment.
-fn segment(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, format::SEGMENT).to_string()
 }
 
 /// Webhooks answer by status. Slack's incoming webhooks answer `ok` (200)

@@ -43,11 +43,10 @@ impl Deliver for Ntfy {
                     link: false,
                 },
             ));
-        if let Some(first) = alerts.first() {
-            let (_, link) = via.links.of(first);
-            if format::is_web_link(&link) {
-                request = request.header("Click", link);
-            }
+        if let Some((_, link)) = via.links.of_message(alerts)
+            && format::is_web_link(&link)
+        {
+            request = request.header("Click", link);
         }
         let secret = match &self.auth {
             Some(NtfyAuth::Token(token)) => {

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use super::{ChannelNotifier, Deliver};
 use crate::config::channels::Slack;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure, cut, title};
+use crate::notify::format::{self, Dialect, Layout, Measure, cut, title};
+use crate::notify::links::Links;
 use crate::notify::{Alert, DeliveryError};
 
 /// Slack's limit of one section block's text.

@@ -4,10 +4,12 @@ use serde_json::{Value, json};
 
 use super::{ChannelNotifier, Deliver};
 use crate::config::channels::Teams;
-use crate::notify::format::{self, Links, cut, facts, title};
+use crate::notify::format::{self, cut, facts, title};
+use crate::notify::links::{CHANGES, Links};
 use crate::notify::{Alert, DeliveryError};
 
-/// Change lines shown in one Teams card.
+/// Change lines shown in one Teams card, at most (a digest's alerts each
+/// show at most [`SHOWN_CHANGES`](crate::notify::SHOWN_CHANGES)).
 const TEAMS_CHANGES: usize = 50;
 
 impl Deliver for Teams {
@@ -17,7 +19,8 @@ impl Deliver for Teams {
 }
 
 /// Teams: a message with one Adaptive Card (1.4): the title, per alert its
-/// facts and its change lines in monospace, and a button to the link.
+/// facts and its first change lines in monospace ("and N more" linking to
+/// the change view), and a button to the link.
 ///
 /// Page text goes only into `TextRun`s of `RichTextBlock`s: a `TextBlock`
 /// or a `FactSet` value parses Markdown (a page's `[Log in](https://…)`
@@ -66,21 +69,25 @@ fn teams(alerts: &[Alert], links: &Links) -> Value {
                 json!({"spacing": "None"}),
             ));
         }
-        let shown = alert.changes.len().min(changes_left);
-        for change in &alert.changes[..shown] {
+        let (shown, _) = alert.shown_changes();
+        let shown = shown.get(..changes_left).unwrap_or(shown);
+        for change in shown {
             let line = cut(&format::inert(&change.text), format::MAX_VALUE_CHARS);
             body.push(runs(
                 &[(&line, json!({"fontType": "Monospace"}))],
                 json!({"spacing": "None"}),
             ));
         }
-        changes_left -= shown;
-        if shown < alert.changes.len() {
-            body.push(json!({
-                "type": "TextBlock",
-                "text": format!("… {} more changes", alert.changes.len() - shown),
-                "isSubtle": true,
-            }));
+        changes_left -= shown.len();
+        let more = alert.changes.len() - shown.len();
+        let view = links.change_view(alert);
+        if more > 0 {
+            let words = format!("and {more} more");
+            body.push(ours(&words, view.as_deref()));
+        }
+        // In a digest, each alert about changes links its own check.
+        if let Some(url) = view.as_deref().filter(|_| alerts.len() > 1) {
+            body.push(ours(CHANGES, Some(url)));
         }
     }
     let mut card = json!({
@@ -90,11 +97,10 @@ fn teams(alerts: &[Alert], links: &Links) -> Value {
         "body": body,
         "msteams": {"width": "Full"},
     });
-    if let Some(first) = alerts.first() {
-        let (label, url) = links.of(first);
-        if format::is_web_link(&url) {
-            card["actions"] = json!([{"type": "Action.OpenUrl", "title": label, "url": url}]);
-        }
+    if let Some((label, url)) = links.of_message(alerts)
+        && format::is_web_link(&url)
+    {
+        card["actions"] = json!([{"type": "Action.OpenUrl", "title": label, "url": url}]);
     }
     json!({
         "type": "message",
@@ -104,4 +110,20 @@ fn teams(alerts: &[Alert], links: &Links) -> Value {
             "content": card,
         }],
     })
+}
+
+/// A line of semclip's own words, as a subtle `TextBlock`: a Markdown link
+/// to `url` when it is one (the words and the URL are semclip's, never a
+/// page's), else the words.
+fn ours(words: &str, url: Option<&str>) -> Value {
+    let text = match url.filter(|u| format::is_web_link(u)) {
+        Some(url) => format!(
+            "[{words}]({})",
+            url.replace('(', "%28")
+                .replace(')', "%29")
+                .replace(' ', "%20")
+        ),
+        None => words.to_owned(),
+    };
+    json!({"type": "TextBlock", "text": text, "isSubtle": true, "spacing": "None"})
 }

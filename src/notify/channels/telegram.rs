@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 
 use super::{ChannelNotifier, Deliver, join};
 use crate::config::channels::Telegram;
-use crate::notify::format::{self, Dialect, Layout, Links, Measure};
+use crate::notify::format::{self, Dialect, Layout, Measure};
 use crate::notify::http::{self, Answer};
+use crate::notify::links::{Links, SEGMENT};
 use crate::notify::{Alert, DeliveryError};
 
 /// Telegram's limit of a message's text.
@@ -24,9 +25,9 @@ impl Deliver for Telegram {
     }
 }
 
-/// What a bot token escapes in a path: like [`format::SEGMENT`], but the
+/// What a bot token escapes in a path: like [`SEGMENT`], but the
 /// colon of `123456:ABC...` kept as Telegram documents it.
-const TOKEN: &percent_encoding::AsciiSet = &format::SEGMENT.remove(b':');
+const TOKEN: &percent_encoding::AsciiSet = &SEGMENT.remove(b':');
 
 /// A bot token as a path segment.
 fn token_segment(token: &str) -> String {
