@@ -80,6 +80,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGET = os.environ.get("SEMCLIP_TARGET_DIR", os.path.join(ROOT, "target"))
 SEMCLIP = os.path.join(TARGET, "release", "semclip")
+# `--semclip-clip`: a clip every semclip watch gets (values over time).
+SEMCLIP_CLIP = ""
 FIXTURE = os.path.join(TARGET, "release", "examples", "fixture_site")
 VENV = os.path.join(HERE, ".venv")
 VPY = os.path.join(VENV, "bin", "python")
@@ -226,6 +228,7 @@ def semclip_setup(work, base, n, wl):
                 f"    xpath: \"{spec['xpath']}\"\n"
                 f"    above: {spec['above']}\n"
                 "    notify: [log]\n"
+                + (f"clips:\n  c: {{xpath: \"{SEMCLIP_CLIP}\"}}\n" if SEMCLIP_CLIP else "")
             )
     return d
 
@@ -279,7 +282,10 @@ def bench_semclip(work, base, n, wl, results):
         results.append(r)
         log(r)
     db = os.path.join(d, "semclip.db")
-    log("semclip.db", os.path.getsize(db) if os.path.exists(db) else 0, "bytes")
+    size = sum(os.path.getsize(db + x) for x in ("", "-wal") if os.path.exists(db + x))
+    log("semclip.db", size, "bytes")
+    results.append({"tool": "semclip", "workload": wl, "n": n, "store_bytes": size,
+                    "clip": SEMCLIP_CLIP})
 
 
 # ---------------------------------------------------------------- urlwatch
@@ -594,7 +600,11 @@ def main():
                     help="seconds per changedetection.io round before it is cut off")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    ap.add_argument("--semclip-clip", default="",
+                    help="an XPath: each semclip watch also gets a clip of it (its numbers keep series)")
     args = ap.parse_args()
+    global SEMCLIP_CLIP
+    SEMCLIP_CLIP = args.semclip_clip
     tools = args.tools.split(",")
     workloads = args.workloads.split(",")
     for x in tools:

@@ -230,9 +230,9 @@ mod tests {
             diags,
             [
                 "w.yaml:4:3: schedule.evry: unknown field `evry`, expected one of cron, timezone, every, jitter (did you mean `every`?)",
-                "w.yaml:8:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of name, xpath, each, above, below, outside, change_pct, hysteresis, notify, on_return (did you mean `hysteresis`?)",
-                "w.yaml:10:5: thresholds[1].nmae: unknown field `nmae`, expected one of name, xpath, each, above, below, outside, change_pct, hysteresis, notify, on_return (did you mean `name`?)",
-                "w.yaml:13:25: clips.a.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)",
+                "w.yaml:8:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of name, xpath, each, above, below, outside, change_pct, within, new_high, new_low, hysteresis, notify, on_return, metrics (did you mean `hysteresis`?)",
+                "w.yaml:10:5: thresholds[1].nmae: unknown field `nmae`, expected one of name, xpath, each, above, below, outside, change_pct, within, new_high, new_low, hysteresis, notify, on_return, metrics (did you mean `name`?)",
+                "w.yaml:13:25: clips.a.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control, metrics (did you mean `description`?)",
             ]
         );
     }

@@ -95,7 +95,7 @@ mod tests {
         let h = page();
         let ev = Evaluator::new(&h);
         let w = watch(
-            "url: http://example.com/\n\
+            "url: http://example.com/\nschedule: {every: 1h}\n\
              clips:\n  gazp: {xpath: \"//row[@key='GAZP']\"}\n\
              thresholds:\n  - {name: sber, xpath: \"(//row)[2]/cell[@col='Last']/@num\", above: 1}\n",
         );
@@ -123,6 +123,6 @@ mod tests {
     fn no_clips_nor_thresholds_no_series() {
         let h = page();
         let ev = Evaluator::new(&h);
-        assert!(values(&ev, &watch("url: http://example.com/\n")).is_empty());
+        assert!(values(&ev, &watch("url: http://example.com/\nschedule: {every: 1h}\n")).is_empty());
     }
 }
