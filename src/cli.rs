@@ -126,6 +126,9 @@ impl ConfigArgs {
 /// Arguments of `semclip run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// Address to listen on [default: the daemon file's `listen`].
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
