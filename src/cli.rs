@@ -184,6 +184,10 @@ pub struct ValidateArgs {
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Read no secret: check each `{env: NAME}` and `{file: PATH}` for its form only (in CI,
+    /// or on a machine without the secrets).
+    #[arg(long)]
+    pub syntax: bool,
 }
 
 /// Arguments of `semclip init`.

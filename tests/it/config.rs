@@ -189,6 +189,76 @@ fn the_examples_validate_with_their_environment() {
     }
 }
 
+#[test]
+fn validate_syntax_checks_the_secrets_form_and_reads_none() {
+    // The examples name secrets in variables this test does not set.
+    let out = validate(
+        &root(),
+        &["--config", "examples/semclip.yaml", "--syntax"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("ok: 4 watches (secrets not read)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().count(), 5, "{stdout}");
+
+    // An unset variable and a missing file are no problem; a malformed
+    // reference, an inline secret and every other problem still are.
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "smtp:\n  host: mail.example.org\n  from: semclip@example.org\n  username: u\n  \
+             password: {env: SEMCLIP_TEST_NEVER_SET}\n\
+             notifiers:\n  chat: {slack: {url: {file: no-such-file}}}\n  \
+             hook: {webhook: {url: \"https://h.example.org/\", secret: {env: \"\"}}}\n",
+        ),
+        (
+            "watches/a.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\nfetch:\n  auth:\n    \
+             bearer: {token: hunter2}\n  cookies:\n    session: {file: \"\"}\n  headers:\n    \
+             X-Key: {env: SEMCLIP_TEST_NEVER_SET}\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: https://example.org/\nschedule: {every: soon}\n\
+             fetch: {auth: {basic: {username: u, password: {file: no-such-file}}}}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &["--syntax"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "semclip.yaml:8:59: notifiers.hook.webhook.secret: an empty environment variable name: write {env: NAME}",
+        "watches/a.yaml:5:21: fetch.auth.bearer.token: secrets are never inline: write {env: NAME} or {file: PATH}",
+        "watches/a.yaml:7:14: fetch.cookies.session: an empty secret file path: write {file: PATH}",
+        "watches/b.yaml:2:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)",
+        "semclip: 4 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+
+    // Without --syntax the same files need the variable and the files.
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for line in [
+        "semclip.yaml:5:13: smtp.password: environment variable SEMCLIP_TEST_NEVER_SET is not set",
+        "semclip.yaml:8:59: notifiers.hook.webhook.secret: an empty environment variable name: write {env: NAME}",
+        "watches/a.yaml:9:12: fetch.headers.X-Key: environment variable SEMCLIP_TEST_NEVER_SET is not set",
+    ] {
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
+    }
+    for part in [
+        "notifiers.chat.slack.url: cannot read secret file",
+        "fetch.auth.basic.password: cannot read secret file",
+    ] {
+        assert!(stderr.contains(part), "{part}\n{stderr}");
+    }
+}
+
 /// The examples, loaded through the library where no environment is needed:
 /// the webhook secret and the bearer token come from a file.
 #[test]

@@ -42,7 +42,8 @@ use super::lenient;
 use super::raw::{Pos, RawDaemon, RawWatch, Sp};
 use super::tree::DOCUMENT;
 use super::{
-    AlertSettings, DaemonConfig, Database, Diagnostic, FetchDefaults, Limits, ServerConfig, Watch,
+    AlertSettings, DaemonConfig, Database, Diagnostic, FetchDefaults, Limits, Secrets,
+    ServerConfig, Watch,
 };
 use crate::page::browser::BrowserSettings;
 use crate::page::fence::Fence;
@@ -147,7 +148,11 @@ fn read_text(file: &Path) -> Result<String, Diagnostic> {
 }
 
 /// Loads the daemon file at `file`, pushing its diagnostics.
-pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> DaemonOutcome {
+pub(crate) fn load_daemon_file(
+    file: &Path,
+    secrets: Secrets,
+    out: &mut Vec<Diagnostic>,
+) -> DaemonOutcome {
     let base = file.parent().unwrap_or(Path::new(""));
     let failed = |out: &mut Vec<Diagnostic>, d: Diagnostic| {
         out.push(d);
@@ -183,7 +188,7 @@ pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> Daemon
             watches_at: Some((file.to_path_buf(), Pos::START)),
         };
     };
-    let mut cx = Ctx::new(file);
+    let mut cx = Ctx::new(file, secrets);
     cx.diags.append(&mut unknown);
     let outcome = daemon(raw, &mut cx);
     cx.finish(out);
@@ -196,6 +201,7 @@ pub(crate) fn load_watch_dir(
     daemon: &DaemonConfig,
     known: Option<&BTreeSet<String>>,
     dir_at: Option<(PathBuf, Pos)>,
+    secrets: Secrets,
     out: &mut Vec<Diagnostic>,
 ) -> Vec<Watch> {
     let entries = match std::fs::read_dir(dir) {
@@ -231,7 +237,8 @@ pub(crate) fn load_watch_dir(
     let mut ids: BTreeMap<String, PathBuf> = BTreeMap::new();
     let fence = daemon.fence();
     for file in &files {
-        let Some((watch, id_at)) = load_watch_file(file, daemon, &fence, known, out) else {
+        let Some((watch, id_at)) = load_watch_file(file, daemon, &fence, known, secrets, out)
+        else {
             continue;
         };
         if let Some(first) = ids.get(&watch.id) {
@@ -262,6 +269,7 @@ fn load_watch_file(
     daemon: &DaemonConfig,
     fence: &Fence,
     known: Option<&BTreeSet<String>>,
+    secrets: Secrets,
     out: &mut Vec<Diagnostic>,
 ) -> Option<(Watch, Pos)> {
     let text = match read_text(file) {
@@ -292,7 +300,7 @@ fn load_watch_file(
             return None;
         }
     };
-    let mut cx = Ctx::new(file);
+    let mut cx = Ctx::new(file, secrets);
     cx.diags.append(&mut unknown);
     let watch = watch(raw, daemon, fence, known, &mut cx);
     let ok = cx.diags.is_empty();
