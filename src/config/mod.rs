@@ -26,9 +26,12 @@
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
 pub mod channels;
+mod edit;
 mod lenient;
+mod node;
 mod raw;
 pub mod schedule;
+mod shape;
 pub mod starter;
 mod tree;
 mod validate;

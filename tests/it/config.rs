@@ -426,6 +426,45 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
 }
 
 #[test]
+fn every_wrong_type_is_named_with_its_value_and_an_example_and_hides_nothing() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "limits: {concurrency: lots}\nlisten: localhost\n",
+        ),
+        // Five values of the wrong type, a value validation refuses and an
+        // unknown key below them.
+        (
+            "watches/w.yaml",
+            "url: ftp://example.org/\n\
+             schedule: {every: 5m, jitter: [1s]}\n\
+             fetch: {retries: many, headers_cross_origin: maybe}\n\
+             clips:\n  a: [//a]\n\
+             thresholds:\n  - name: t\n    xpath: //a\n    above: high\n\
+             ignore: []\n\
+             titel: x\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "semclip.yaml:1:23: limits.concurrency: \"lots\" is not a whole number, 0 or more; write a whole number such as 3",
+        "semclip.yaml:2:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080",
+        "watches/w.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file",
+        "watches/w.yaml:2:31: schedule.jitter: a list is not text; write text",
+        "watches/w.yaml:3:18: fetch.retries: \"many\" is not a whole number from 0 to 4294967295; write a whole number such as 3",
+        "watches/w.yaml:3:46: fetch.headers_cross_origin: \"maybe\" is not true or false; write true or false",
+        "watches/w.yaml:5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
+        "watches/w.yaml:9:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
+        "watches/w.yaml:11:1: titel: unknown field `titel`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `title`?)",
+        "semclip: 9 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
 fn the_daemon_file_problems_come_first_with_their_paths() {
     let dir = tree(&[
         (
@@ -513,7 +552,7 @@ fn watch_level_checks() {
         "watches/missing.yaml:1:1: schedule: missing field `schedule`",
         "watches/relative.yaml:1:6: url: invalid URL `quotes.html`: relative URL without a base (write an absolute URL: https://..., or file:///absolute/path)",
         "watches/seven.yaml:2:18: schedule.cron: a cron expression has 5 fields (minute hour day month weekday) or 6 (seconds first), this one has 7",
-        "watches/type.yaml:6:12: thresholds[0].above: invalid floating point",
+        "watches/type.yaml:6:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
         "semclip: 16 configuration problems found",
     ];
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
@@ -572,7 +611,7 @@ fn extract_clips_and_layout_settings_are_checked() {
         "clips.none: give xpath (what to select) or extract (article, records or region)",
         "clips.region.keywords: `extract: region` needs keywords",
         "clips.words.keywords: keywords belong to `extract: region` clips",
-        "watches/kind.yaml:4:19: clips.kind.extract: unknown variant `summary`, expected one of article, records, region",
+        "watches/kind.yaml:4:19: clips.kind.extract: \"summary\" is not one of article, records, region; write one of those",
         "layout.template: `no good` is not a template set name",
         "layout.max_drift: a drift in (0, 1]",
         "layout.notify",
