@@ -3,8 +3,9 @@
 //!
 //! Reading has two phases. YAML is first deserialized into raw structs that
 //! reject unknown keys and remember where every value was written (an
-//! unknown key is reported, with a "did you mean", and skipped so that the
-//! rest of the file is still read: [`lenient`]); then every
+//! unknown key is reported, with a "did you mean", and skipped, and a value
+//! of the wrong type is reported, with an example, and stood in for, so that
+//! the rest of the file is still read: [`lenient`], [`shape`]); then every
 //! value is checked ([`validate`], one file per section: URLs, cron
 //! expressions, time zones, durations, byte sizes, XPaths, notifier names,
 //! secrets, ...) into the types of this module. Every
@@ -17,9 +18,10 @@
 //!
 //! Secrets (`{env: NAME}`, `{file: PATH}`) are read while checking, unless
 //! the caller asks for their form only ([`Secrets::Unread`], `semclip
-//! validate --syntax`). A secret file must be a regular file of at most [`MAX_SECRET_FILE`] bytes: it is
-//! opened without blocking, so a FIFO or a device named by mistake (or
-//! malice) is an error, never a hang or an endless read.
+//! validate --syntax`). A secret file must be a regular file of at most
+//! [`MAX_SECRET_FILE`] bytes: it is opened without blocking, so a FIFO or a
+//! device named by mistake (or malice) is an error, never a hang or an
+//! endless read.
 //!
 //! The daemon's fence ([`crate::page::fence`]) is checked here too: a `file://`
 //! watch outside the file roots, or (with `fetch.trust_watch_urls: false`) a

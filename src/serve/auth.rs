@@ -26,12 +26,10 @@ use std::sync::Arc;
 use crate::config::{Scope, TokenConfig, Watch};
 
 /// The warning of a server started without any token ([`warn_if_open`]).
-pub const OPEN: &str = "no token in the daemon file: every clip, `public: false` ones included, \
-     and the feeds, status pages, API reads and metrics are open to anyone who reaches the server";
+pub const OPEN: &str = "no token in the daemon file: every clip, public: false ones included, and the status pages, feeds, API and metrics are readable by anyone who reaches the server";
 
 /// How to close it, in the warning's `fix` field.
-const FIX: &str = "add a token with the read scope under `tokens:` in the daemon file, \
-     e.g. tokens: {portal: {secret: {env: SEMCLIP_TOKEN}, scopes: [read]}} (docs/http-api.md, Access)";
+const FIX: &str = "add a token with the read scope under `tokens:` in the daemon file, e.g. portal: {secret: {env: SEMCLIP_TOKEN}, scopes: [read]}";
 
 /// The most clips the warning names.
 const NAMED: usize = 20;
