@@ -128,6 +128,9 @@ impl ConfigArgs {
 /// Arguments of `semclip run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// Address to listen on [default: the daemon file's `listen`].
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -206,6 +209,10 @@ pub struct ValidateArgs {
     /// Configuration.
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Read no secret: check each `{env: NAME}` and `{file: PATH}` for its form only (in CI,
+    /// or on a machine without the secrets).
+    #[arg(long)]
+    pub syntax: bool,
 }
 
 /// Arguments of `semclip init`.

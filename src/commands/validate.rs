@@ -1,13 +1,15 @@
-//! `semclip validate [--config FILE] [--watches DIR]`: loads the daemon file
-//! and every watch file, checking everything. On success prints
-//! `ok: N watches` and each watch's next run; otherwise prints every problem
-//! on stderr, one `file:line:column: field: message` per line, and fails.
+//! `semclip validate [--config FILE] [--watches DIR] [--syntax]`: loads the
+//! daemon file and every watch file, checking everything (with `--syntax`,
+//! everything but the secrets, which are checked for their form and not
+//! read). On success prints `ok: N watches` and each watch's next run;
+//! otherwise prints every problem on stderr, one
+//! `file:line:column: field: message` per line, and fails.
 
 use std::io::Write;
 
 use super::Outcome;
 use crate::cli::ValidateArgs;
-use crate::config::{self, Diagnostic};
+use crate::config::{self, Diagnostic, Secrets};
 
 /// The error returned after the diagnostics were printed.
 #[derive(Debug, thiserror::Error)]
@@ -20,10 +22,24 @@ pub struct Invalid {
 /// Runs the command, writing the summary to `out` and diagnostics to stderr.
 pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let config = args.config.config_file();
-    match config::load(config.as_deref(), args.config.watches.as_deref()) {
+    let secrets = if args.syntax {
+        Secrets::Unread
+    } else {
+        Secrets::Read
+    };
+    match config::load_with(config.as_deref(), args.config.watches.as_deref(), secrets) {
         Ok(loaded) => {
             let n = loaded.watches.len();
-            writeln!(out, "ok: {n} watch{}", if n == 1 { "" } else { "es" })?;
+            let unread = if args.syntax {
+                " (secrets not read)"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "ok: {n} watch{}{unread}",
+                if n == 1 { "" } else { "es" }
+            )?;
             let now = chrono::Utc::now();
             for w in &loaded.watches {
                 let next = w.schedule.next_after(now).map_or_else(

@@ -1,54 +1,184 @@
-//! Reading a file whose only problems may be unknown keys: every unknown
-//! key is reported (with a "did you mean" for a misspelt one), and the rest
-//! of the file is still read and checked, so one misspelt `hysterisis`
-//! hides none of the file's other problems.
+//! Reading a file so that no problem hides another: every unknown key is
+//! reported (with a "did you mean" for a misspelt one) and skipped, every
+//! wrong-typed value and missing key is reported ([`super::shape`]), and the
+//! rest of the file is still read and checked, so neither one misspelt
+//! `hysterisis` nor one `above: high` hides the file's other problems.
 //!
 //! # Decisions
 //!
 //! - The raw structs keep `deny_unknown_fields` (the JSON Schemas derive
 //!   `additionalProperties: false` from it, and the serde error names the
 //!   keys that are allowed). When the typed reading stops at an unknown key,
-//!   the key is reported, blanked out of a working copy of the text (its
-//!   entry replaced by spaces, so every other line and column stays where it
-//!   was written) and the reading starts again, at most [`MAX_UNKNOWN`]
-//!   times per file.
+//!   the key is reported, blanked out of a working copy of the text
+//!   ([`super::edit`]: every other line and column stays where it was
+//!   written) and the reading starts again, at most [`MAX_UNKNOWN`] times
+//!   per file.
 //! - A key whose entry cannot be blanked safely (it is not where the error
 //!   says) ends the loop: its error is reported as it is, as before.
+//! - When the typed reading stops at anything else, the file's tree is
+//!   checked against the JSON Schema of the raw structures
+//!   ([`super::shape`]), which finds every wrong-typed value and missing key
+//!   in one pass. Each wrong value is reported, and the field holding it is
+//!   replaced in the working copy by a value of the field's type; the typed
+//!   reading then runs again, and the caller's checks with it. What those
+//!   checks say about a replaced field (or anything in it) is about the
+//!   stand-in, and is left out ([`Replaced::keeps`]).
+//! - A missing key cannot be filled in without moving the lines below it:
+//!   a file missing one has its shape problems and unknown keys reported,
+//!   and is read no further.
+//! - No error goes unreported: when the shape check finds nothing (a problem
+//!   it does not know, such as a duplicate key), or the second reading
+//!   still fails, the typed reading's own error is reported, unless a shape
+//!   problem already covers its field.
 //! - "Did you mean" names the allowed key nearest in Damerau-Levenshtein
 //!   distance ([`strsim`]), when at most a third of the key's letters (and
 //!   at least one) differ.
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use super::Diagnostic;
+use super::edit::{self, blank_entry};
+use super::node;
+use super::shape::{self, Problem};
 use super::tree;
 
 /// The most unknown keys reported (and blanked) in one file.
 pub(crate) const MAX_UNKNOWN: usize = 100;
 
-/// Deserializes `text` (the contents of `file`) as `T`. Unknown keys are
-/// pushed to `out` and skipped; the first other deserialization error ends
-/// the reading as `Err` (its diagnostic is pushed too).
-pub(crate) fn from_str<T: DeserializeOwned>(
+/// A file read as `T`, perhaps with wrong values replaced.
+pub(crate) struct Read<T> {
+    /// What was read.
+    pub value: T,
+    /// The fields whose wrong value was replaced.
+    pub replaced: Replaced,
+}
+
+/// The fields whose wrong value was replaced (`thresholds[0].above`).
+#[derive(Debug, Default)]
+pub(crate) struct Replaced(Vec<String>);
+
+impl Replaced {
+    /// Whether a diagnostic of the checks run on the value read is about
+    /// the file as written, rather than about a replaced field.
+    pub(crate) fn keeps(&self, d: &Diagnostic) -> bool {
+        !self.0.iter().any(|field| within(&d.path, field))
+    }
+
+    /// Whether any wrong value was replaced.
+    pub(crate) fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// Whether the wrong value of `field` was replaced.
+    pub(crate) fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|f| f == field)
+    }
+}
+
+/// Whether the field path `path` is `field` or lies within it.
+fn within(path: &str, field: &str) -> bool {
+    path.strip_prefix(field)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// Deserializes `text` (the contents of `file`) as `T`. Every unknown key,
+/// wrong-typed value and missing key is pushed to `out`; `Err` when the file
+/// could not be read whole even so (a missing key, a syntax error).
+pub(crate) fn from_str<T: DeserializeOwned + JsonSchema>(
     file: &Path,
     text: &str,
     out: &mut Vec<Diagnostic>,
-) -> Result<T, ()> {
+) -> Result<Read<T>, ()> {
     let mut work = text.to_owned();
+    let error = match typed::<T>(file, &mut work, out) {
+        Ok(value) => {
+            return Ok(Read {
+                value,
+                replaced: Replaced::default(),
+            });
+        }
+        Err(None) => return Err(()),
+        Err(Some(error)) => error,
+    };
+    let Ok(Some(tree)) = node::parse(&work) else {
+        out.push(error);
+        return Err(());
+    };
+    let schema = schemars::schema_for!(T).to_value();
+    let problems = shape::check(&tree, &schema, &work);
+    if problems.is_empty() {
+        out.push(error);
+        return Err(());
+    }
+    let covered = |d: &Diagnostic| {
+        problems
+            .iter()
+            .any(|p| within(&d.path, &p.path) || within(&p.path, &d.path))
+    };
+    let fixed = fix(&work, &problems);
+    let replaced = Replaced(
+        problems
+            .iter()
+            .filter_map(|p| p.fix.as_ref().map(|f| f.field.clone()))
+            .collect(),
+    );
+    let uncovered = |d: Diagnostic| (!covered(&d)).then_some(d);
+    let last = match fixed {
+        None => uncovered(error),
+        Some(mut fixed) => match typed::<T>(file, &mut fixed, out) {
+            Ok(value) => {
+                out.extend(problems.iter().map(|p| p.diagnostic(file)));
+                return Ok(Read { value, replaced });
+            }
+            Err(None) => None,
+            Err(Some(again)) => uncovered(again),
+        },
+    };
+    out.extend(problems.iter().map(|p| p.diagnostic(file)));
+    out.extend(last);
+    Err(())
+}
+
+/// `text` with the field of every problem replaced by a value of its type,
+/// or `None` when some problem has no such fix (a missing key), or an edit
+/// cannot be placed or leaves text that is not YAML (which would report a
+/// syntax error the file does not have).
+fn fix(text: &str, problems: &[Problem]) -> Option<String> {
+    let replacements: Vec<edit::Replacement> = problems
+        .iter()
+        .map(|p| {
+            p.fix.as_ref().map(|f| edit::Replacement {
+                key: f.key,
+                value: f.value,
+                with: f.with.clone(),
+            })
+        })
+        .collect::<Option<_>>()?;
+    edit::replace_values(text, &replacements).filter(|fixed| node::parse(fixed).is_ok())
+}
+
+/// The typed reading of `work`, unknown keys reported (pushed to `out`) and
+/// blanked out of it. `Err(Some(d))`: it stopped at another error, `d`, not
+/// pushed; `Err(None)`: it gave up on an unknown key it could not blank.
+fn typed<T: DeserializeOwned>(
+    file: &Path,
+    work: &mut String,
+    out: &mut Vec<Diagnostic>,
+) -> Result<T, Option<Diagnostic>> {
     for _ in 0..=MAX_UNKNOWN {
         let e = match serde_saphyr::from_str_with_options::<T>(
-            &work,
+            work,
             serde_saphyr::options! { with_snippet: false },
         ) {
             Ok(value) => return Ok(value),
             Err(e) => e,
         };
-        let mut d = tree::diagnostic(file, &work, &e);
+        let mut d = tree::diagnostic(file, work, &e);
         let Some(key) = unknown_key(&d.message) else {
-            out.push(d);
-            return Err(());
+            return Err(Some(d));
         };
         let key = key.to_owned();
         if let Some(better) = did_you_mean(&key, &expected(&d.message)) {
@@ -58,16 +188,16 @@ pub(crate) fn from_str<T: DeserializeOwned>(
         let again = out
             .last()
             .is_some_and(|p| (p.line, p.column, &p.path) == (d.line, d.column, &d.path));
-        let blanked = blank_entry(&work, d.line, d.column, &key).filter(|_| !again);
+        let blanked = blank_entry(work, d.line, d.column, &key).filter(|_| !again);
         if !again {
             out.push(d);
         }
         match blanked {
-            Some(next) => work = next,
-            None => return Err(()),
+            Some(next) => *work = next,
+            None => return Err(None),
         }
     }
-    Err(())
+    Err(None)
 }
 
 /// The key of an "unknown field `KEY`, ..." message.
@@ -105,109 +235,6 @@ pub(crate) fn did_you_mean<'a>(key: &str, allowed: &'a [String]) -> Option<&'a s
         .map(|(_, k)| k.as_str())
 }
 
-/// `text` with the mapping entry whose key `key` starts at `line`:`column`
-/// (1-based, columns in characters) replaced by spaces, line breaks kept.
-/// `None` when the key is not there.
-fn blank_entry(text: &str, line: usize, column: usize, key: &str) -> Option<String> {
-    let mut chars: Vec<char> = text.chars().collect();
-    // The start of every line, as an index into `chars`.
-    let mut starts = vec![0usize];
-    starts.extend(
-        chars
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c == '\n')
-            .map(|(i, _)| i + 1),
-    );
-    let line_start = *starts.get(line.checked_sub(1)?)?;
-    let start = line_start + column.checked_sub(1)?;
-    let written: String = chars.get(start..)?.iter().take(key.len() + 2).collect();
-    if !(written.starts_with(key) || written.trim_start_matches(['"', '\'']).starts_with(key)) {
-        return None;
-    }
-    let before = chars[line_start..start]
-        .iter()
-        .rev()
-        .find(|c| !c.is_whitespace())
-        .copied();
-    let end = match before {
-        // In a flow mapping: up to the next `,` or closing bracket at the
-        // same depth, the comma included (or the one before, at the end).
-        Some('{' | ',') => {
-            let (end, comma) = flow_end(&chars, start)?;
-            if !comma && before == Some(',') {
-                let at = chars[line_start..start]
-                    .iter()
-                    .rposition(|c| *c == ',')
-                    .map(|i| line_start + i)?;
-                chars[at] = ' ';
-            }
-            end
-        }
-        // In a block mapping (after nothing or sequence dashes): the key's
-        // line and the lines below indented deeper (or a sequence at the
-        // key's own indentation), blank and comment lines inside included.
-        None | Some('-') => {
-            let mut end = starts
-                .get(line)
-                .map_or(chars.len(), |s| s.saturating_sub(1));
-            let mut next = line;
-            while let Some(&s) = starts.get(next) {
-                let e = starts.get(next + 1).map_or(chars.len(), |e| e - 1);
-                let content = &chars[s..e.max(s)];
-                let indent = content.iter().take_while(|c| **c == ' ').count();
-                let rest = &content[indent..];
-                let blank = rest.iter().all(|c| c.is_whitespace()) || rest.first() == Some(&'#');
-                let deeper = indent + 1 > column
-                    || (indent + 1 == column
-                        && rest.first() == Some(&'-')
-                        && rest.get(1).is_none_or(|c| c.is_whitespace()));
-                if !blank && !deeper {
-                    break;
-                }
-                if !blank {
-                    end = e;
-                }
-                next += 1;
-            }
-            end
-        }
-        Some(_) => return None,
-    };
-    for c in chars.get_mut(start..end)? {
-        if *c != '\n' {
-            *c = ' ';
-        }
-    }
-    Some(chars.into_iter().collect())
-}
-
-/// Where the flow mapping entry starting at `start` ends: the index of the
-/// `,`, `}` or `]` that ends it at its own depth, and whether it is a comma
-/// (then the comma is included in the returned end).
-fn flow_end(chars: &[char], start: usize) -> Option<(usize, bool)> {
-    let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut i = start;
-    while let Some(&c) = chars.get(i) {
-        match quote {
-            Some('"') if c == '\\' => i += 1,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                '"' | '\'' => quote = Some(c),
-                '{' | '[' => depth += 1,
-                '}' | ']' if depth == 0 => return Some((i, false)),
-                '}' | ']' => depth -= 1,
-                ',' if depth == 0 => return Some((i + 1, true)),
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    None
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -238,39 +265,70 @@ mod tests {
     }
 
     #[test]
-    fn a_key_like_no_other_gets_no_suggestion_and_other_errors_still_stop() {
+    fn a_key_like_no_other_gets_no_suggestion_and_a_wrong_type_stops_nothing() {
         let (ok, diags) = read("url: u\nschedule: {every: 1s}\nzzz: 1\nclips: {c: {xpath: [1]}}\n");
-        assert!(!ok);
+        assert!(ok, "{diags:#?}");
         assert_eq!(diags.len(), 2, "{diags:#?}");
         assert!(diags[0].starts_with("w.yaml:3:1: zzz: unknown field `zzz`"));
         assert!(!diags[0].contains("did you mean"), "{}", diags[0]);
-        assert!(
-            diags[1].starts_with("w.yaml:4:20: clips.c.xpath:"),
-            "{}",
-            diags[1]
+        assert_eq!(
+            diags[1],
+            "w.yaml:4:20: clips.c.xpath: a list is not text; write text"
         );
     }
 
     #[test]
-    fn blanking_keeps_positions_and_yaml() {
-        let t = "a: 1\nb:\n  - x\n  - y\nc: {d: 1, e: [1, {f: 2}], g: 3}\n";
+    fn every_wrong_type_is_reported_and_stood_in_for_and_the_rest_is_read() {
+        let yaml = "url: u\nschedule: {every: 1s}\nthresholds:\n  - name: a\n    xpath: //a\n    \
+                    above: high\n    on_return: maybe\nclips: {c: [x]}\nfetch: {retries: -1}\nlayuot: {}\n";
+        let mut out = Vec::new();
+        let read = from_str::<Option<Sp<RawWatch>>>(Path::new("w.yaml"), yaml, &mut out).unwrap();
+        let diags: Vec<String> = out.iter().map(ToString::to_string).collect();
         assert_eq!(
-            blank_entry(t, 2, 1, "b").unwrap(),
-            "a: 1\n  \n     \n     \nc: {d: 1, e: [1, {f: 2}], g: 3}\n"
+            diags,
+            [
+                "w.yaml:10:1: layuot: unknown field `layuot`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `layout`?)",
+                "w.yaml:6:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
+                "w.yaml:7:16: thresholds[0].on_return: \"maybe\" is not true or false; write true or false",
+                "w.yaml:8:12: clips.c: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
+                "w.yaml:9:18: fetch.retries: -1 is not a whole number from 0 to 4294967295; write a whole number such as 3",
+            ]
         );
+        // The rest of the file was read, around the stand-ins.
+        let watch = read.value.unwrap().value;
+        let threshold = &watch.thresholds.as_ref().unwrap().value[0].value;
+        assert_eq!(threshold.name.value, "a");
+        assert_eq!(threshold.xpath.value, "//a");
+        assert!(threshold.above.is_some());
+        assert!(watch.clips.as_ref().unwrap().contains_key("c"));
+        let replaced = &read.replaced;
+        assert!(replaced.any());
+        assert!(replaced.has("thresholds[0].above") && replaced.has("clips.c"));
+        assert!(!replaced.has("url") && !replaced.has("thresholds[0]"));
+        // What validation says of a stand-in, or of anything in it, is left out.
+        let at = |path: &str| Diagnostic {
+            file: "w.yaml".into(),
+            line: 1,
+            column: 1,
+            path: path.to_owned(),
+            message: String::new(),
+        };
+        assert!(!replaced.keeps(&at("clips.c")) && !replaced.keeps(&at("clips.c.xpath")));
+        assert!(!replaced.keeps(&at("thresholds[0].above")));
+        assert!(replaced.keeps(&at("thresholds[0]")) && replaced.keeps(&at("clips.cc")));
+    }
+
+    #[test]
+    fn a_missing_key_is_reported_with_every_wrong_type_and_ends_the_reading() {
+        let (ok, diags) = read("url: u\nthresholds:\n  - xpath: //a\n    above: [1]\n");
+        assert!(!ok);
         assert_eq!(
-            blank_entry(t, 5, 11, "e").unwrap(),
-            "a: 1\nb:\n  - x\n  - y\nc: {d: 1,                 g: 3}\n"
+            diags,
+            [
+                "w.yaml:4:12: thresholds[0].above: a list is not a number; write a number such as 300 or 2.5",
+                "w.yaml:3:5: thresholds[0].name: missing field `name`",
+                "w.yaml:1:1: schedule: missing field `schedule`",
+            ]
         );
-        assert_eq!(
-            blank_entry(t, 5, 27, "g").unwrap(),
-            "a: 1\nb:\n  - x\n  - y\nc: {d: 1, e: [1, {f: 2}]      }\n"
-        );
-        assert_eq!(blank_entry(t, 5, 27, "zz"), None);
-        assert_eq!(
-            did_you_mean("treshold", &["thresholds".into()]),
-            Some("thresholds")
-        );
-        assert_eq!(did_you_mean("cron", &["every".into()]), None);
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! Reading has two phases. YAML is first deserialized into raw structs that
 //! reject unknown keys and remember where every value was written (an
-//! unknown key is reported, with a "did you mean", and skipped so that the
-//! rest of the file is still read: [`lenient`]); then every
+//! unknown key is reported, with a "did you mean", and skipped, and a value
+//! of the wrong type is reported, with an example, and stood in for, so that
+//! the rest of the file is still read: [`lenient`], [`shape`]); then every
 //! value is checked ([`validate`], one file per section: URLs, cron
 //! expressions, time zones, durations, byte sizes, XPaths, notifier names,
 //! secrets, ...) into the types of this module. Every
@@ -15,19 +16,24 @@
 //! Relative paths in the daemon file are relative to its directory; relative
 //! secret files in a watch file are relative to the watch file's directory.
 //!
-//! Secrets (`{env: NAME}`, `{file: PATH}`) are read while checking. A secret
-//! file must be a regular file of at most [`MAX_SECRET_FILE`] bytes: it is
-//! opened without blocking, so a FIFO or a device named by mistake (or
-//! malice) is an error, never a hang or an endless read.
+//! Secrets (`{env: NAME}`, `{file: PATH}`) are read while checking, unless
+//! the caller asks for their form only ([`Secrets::Unread`], `semclip
+//! validate --syntax`). A secret file must be a regular file of at most
+//! [`MAX_SECRET_FILE`] bytes: it is opened without blocking, so a FIFO or a
+//! device named by mistake (or malice) is an error, never a hang or an
+//! endless read.
 //!
 //! The daemon's fence ([`crate::page::fence`]) is checked here too: a `file://`
 //! watch outside the file roots, or (with `fetch.trust_watch_urls: false`) a
 //! watch URL at a literal internal address, is a diagnostic on its `url`.
 
 pub mod channels;
+mod edit;
 mod lenient;
+mod node;
 mod raw;
 pub mod schedule;
+mod shape;
 pub mod starter;
 mod tree;
 mod validate;
@@ -729,13 +735,35 @@ pub struct Loaded {
     pub watches: Vec<Watch>,
 }
 
+/// Whether loading reads the secrets the files name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Secrets {
+    /// Every `{env: NAME}` and `{file: PATH}` is read (what running needs).
+    #[default]
+    Read,
+    /// Each reference is checked for its form only and nothing is read
+    /// (`semclip validate --syntax`). The configuration loaded holds
+    /// placeholders where the secrets go, and leaves out the notifiers
+    /// whose URL is a secret: it is for checking, never for running.
+    Unread,
+}
+
 /// Loads the daemon file (or defaults when `config` is None; `watches_dir`
-/// overrides its `watches`), then every watch file, validating everything.
-/// Err holds ALL diagnostics.
+/// overrides its `watches`), then every watch file, validating everything
+/// and reading every secret. Err holds ALL diagnostics.
 pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded, Vec<Diagnostic>> {
+    load_with(config, watches_dir, Secrets::Read)
+}
+
+/// As [`load`], reading the secrets or not as `secrets` says.
+pub fn load_with(
+    config: Option<&Path>,
+    watches_dir: Option<&Path>,
+    secrets: Secrets,
+) -> Result<Loaded, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let daemon = match config {
-        Some(path) => validate::load_daemon_file(path, &mut diags),
+        Some(path) => validate::load_daemon_file(path, secrets, &mut diags),
         None => validate::DaemonOutcome::defaults(),
     };
     let mut config = daemon.config;
@@ -749,6 +777,7 @@ pub fn load(config: Option<&Path>, watches_dir: Option<&Path>) -> Result<Loaded,
         &config,
         daemon.notifier_names.as_ref(),
         dir_at,
+        secrets,
         &mut diags,
     );
     if diags.is_empty() {
@@ -769,7 +798,7 @@ pub fn daemon_defaults() -> DaemonConfig {
 /// Loads and validates the daemon file alone.
 pub fn load_daemon(path: &Path) -> Result<DaemonConfig, Vec<Diagnostic>> {
     let mut diags = Vec::new();
-    let daemon = validate::load_daemon_file(path, &mut diags);
+    let daemon = validate::load_daemon_file(path, Secrets::Read, &mut diags);
     if diags.is_empty() {
         Ok(daemon.config)
     } else {
@@ -783,7 +812,8 @@ pub fn load_daemon(path: &Path) -> Result<DaemonConfig, Vec<Diagnostic>> {
 pub fn load_watches(dir: &Path, daemon: &DaemonConfig) -> Result<Vec<Watch>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let names = daemon.notifiers.keys().cloned().collect();
-    let watches = validate::load_watch_dir(dir, daemon, Some(&names), None, &mut diags);
+    let watches =
+        validate::load_watch_dir(dir, daemon, Some(&names), None, Secrets::Read, &mut diags);
     if diags.is_empty() {
         Ok(watches)
     } else {

@@ -1,6 +1,6 @@
 //! Turning a deserialization error into a [`Diagnostic`]: the YAML is read a
-//! second time as a bare tree of positions, and the error's position is looked
-//! up in it to name the field (`thresholds[0].above`).
+//! second time as a bare tree ([`super::node`]), and the error's position is
+//! looked up in it to name the field (`thresholds[0].above`).
 //!
 //! # Decisions
 //!
@@ -11,130 +11,18 @@
 //!   error. The second read happens only on a file that failed, so a file
 //!   that loads is read once.
 
-use std::fmt;
 use std::path::Path;
 
-use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::MessageFormatter;
 
 use super::Diagnostic;
-use super::value::{Pos, Sp};
+use super::node::{self, Located, Node};
+use super::value::Pos;
 
 /// The path of the file as a whole.
 pub(crate) const DOCUMENT: &str = "(document)";
 /// The path of a YAML syntax error.
 pub(crate) const SYNTAX: &str = "(syntax)";
-
-/// A YAML node, positions only.
-enum Node {
-    Map(Vec<(Sp<Key>, Sp<Node>)>),
-    Seq(Vec<Sp<Node>>),
-    Scalar,
-}
-
-/// A mapping key as text (`?` for a non-scalar key).
-struct Key(String);
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(Key(v.to_owned()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key, E> {
-                Ok(Key(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key, E> {
-                Ok(Key(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Key, E> {
-                Ok(Key(v.to_string()))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Key, E> {
-                Ok(Key(v.to_string()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
-                Ok(Key("~".into()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Key, A::Error> {
-                while s.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Key("?".into()))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Key, A::Error> {
-                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Key("?".into()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Node;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any YAML node")
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_i128<E: de::Error>(self, _: i128) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_u128<E: de::Error>(self, _: u128) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Node, E> {
-                Ok(Node::Scalar)
-            }
-            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Node, D2::Error> {
-                Node::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Node, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = s.next_element::<Sp<Node>>()? {
-                    items.push(item);
-                }
-                Ok(Node::Seq(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Node, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(key) = m.next_key::<Sp<Key>>()? {
-                    let value = m.next_value::<Sp<Node>>()?;
-                    entries.push((key, value));
-                }
-                Ok(Node::Map(entries))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 /// Appends a key to a field path.
 pub(crate) fn join(path: &str, key: &str) -> String {
@@ -149,7 +37,7 @@ pub(crate) fn join(path: &str, key: &str) -> String {
 /// `whole_mapping`: the error is about a mapping itself (a missing field),
 /// which serde reports at the mapping's last key; then the mapping's own
 /// position is returned.
-fn path_at(node: &Sp<Node>, at: Pos, whole_mapping: bool, path: &mut String) -> Option<Pos> {
+fn path_at(node: &Located<Node>, at: Pos, whole_mapping: bool, path: &mut String) -> Option<Pos> {
     match &node.value {
         Node::Map(entries) => {
             if whole_mapping && node.at == at {
@@ -171,7 +59,7 @@ fn path_at(node: &Sp<Node>, at: Pos, whole_mapping: bool, path: &mut String) -> 
             path.push_str(&format!("[{i}]"));
             path_at(item, at, whole_mapping, path)
         }
-        Node::Scalar => None,
+        Node::Scalar(_) => None,
     }
 }
 
@@ -202,7 +90,7 @@ pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Di
         .strip_prefix("missing field `")
         .and_then(|rest| rest.split('`').next())
         .map(str::to_owned);
-    let path = match serde_saphyr::from_str::<Option<Sp<Node>>>(text) {
+    let path = match node::parse(text) {
         // The YAML itself does not parse: report the syntax error, which may
         // lie beyond the place where the typed reading gave up.
         Err(syntax) => {
@@ -245,7 +133,7 @@ pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Di
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
-    use crate::config::raw::RawWatch;
+    use crate::config::raw::{RawWatch, Sp};
 
     fn diag(yaml: &str) -> String {
         let e = serde_saphyr::from_str::<Option<Sp<RawWatch>>>(yaml).unwrap_err();

@@ -20,7 +20,8 @@ pub(crate) struct Pos {
 }
 
 impl Pos {
-    fn from_location(loc: serde_saphyr::Location) -> Pos {
+    /// The position of a serde-saphyr location.
+    pub(super) fn from_location(loc: serde_saphyr::Location) -> Pos {
         Pos {
             line: usize::try_from(loc.line()).unwrap_or(usize::MAX),
             column: usize::try_from(loc.column()).unwrap_or(usize::MAX),

@@ -261,10 +261,16 @@ struct Shared {
     withheld: Arc<std::sync::RwLock<std::collections::HashSet<String>>>,
 }
 
-/// Runs the daemon until SIGTERM or Ctrl-C.
-pub async fn run(config_path: Option<PathBuf>, watches_dir: Option<PathBuf>) -> anyhow::Result<()> {
-    let loaded =
+/// Runs the daemon until SIGTERM or Ctrl-C; `listen`, when given, stands
+/// in for the daemon file's `listen`.
+pub async fn run(
+    config_path: Option<PathBuf>,
+    watches_dir: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+) -> anyhow::Result<()> {
+    let mut loaded =
         load(config_path.as_deref(), watches_dir.as_deref()).context("refusing to start")?;
+    loaded.daemon.listen = listen.or(loaded.daemon.listen);
     let watches: Vec<Arc<Watch>> = loaded.watches.into_iter().map(Arc::new).collect();
     let daemon = Arc::new(loaded.daemon);
     let stores = open_store(&daemon)?;

@@ -10,8 +10,9 @@
 //!
 //! Without any token in the daemon file the server is open for reading
 //! (clips, feeds, status pages, the API's reads) and closed for the `admin`
-//! operations. With tokens, everything but public clips, their feeds and the
-//! health checks needs one.
+//! operations, and says so once when it starts ([`warn_if_open`]). With
+//! tokens, everything but public clips, their feeds and the health checks
+//! needs one.
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -19,7 +20,19 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::{Scope, TokenConfig};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::{Scope, TokenConfig, Watch};
+
+/// The warning of a server started without any token ([`warn_if_open`]).
+pub const OPEN: &str = "no token in the daemon file: every clip, public: false ones included, and the status pages, feeds, API and metrics are readable by anyone who reaches the server";
+
+/// How to close it, in the warning's `fix` field.
+const FIX: &str = "add a token with the read scope under `tokens:` in the daemon file, e.g. portal: {secret: {env: SEMCLIP_TOKEN}, scopes: [read]}";
+
+/// The most clips the warning names.
+const NAMED: usize = 20;
 
 /// The tokens, digested.
 #[derive(Debug, Default)]
@@ -128,6 +141,39 @@ impl Tokens {
             (Need::Admin, Grant::Token { admin, .. }) => allowed(admin),
         }
     }
+}
+
+/// Logs [`OPEN`] (a warning, with the clips that are not `public` and how
+/// to set a token) when no token is configured; nothing otherwise. Called
+/// once, when the server starts.
+pub(crate) fn warn_if_open(tokens: &Tokens, watches: &BTreeMap<String, Arc<Watch>>) {
+    if tokens.any() {
+        return;
+    }
+    let private: Vec<String> = watches
+        .values()
+        .flat_map(|w| {
+            w.clips
+                .iter()
+                .filter(|(_, clip)| !clip.public)
+                .map(|(name, _)| format!("{}/{name}", w.id))
+        })
+        .collect();
+    let mut named = private
+        .iter()
+        .take(NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    if private.len() > NAMED {
+        named.push_str(" ...");
+    }
+    tracing::warn!(
+        private_clips = private.len(),
+        clips = %named,
+        fix = FIX,
+        "{OPEN}"
+    );
 }
 
 fn allowed(yes: bool) -> Verdict {

@@ -185,11 +185,13 @@ impl Server {
 
 /// Serves `app(server)` on `listener` until `shutdown` completes, then
 /// lets requests in flight finish. Polls the store in the background.
+/// Warns first when no token guards the clips ([`auth::warn_if_open`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Arc<Server>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    auth::warn_if_open(&server.tokens, &server.watches());
     server.poll().await;
     let poller = {
         let server = Arc::clone(&server);

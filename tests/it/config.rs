@@ -189,6 +189,76 @@ fn the_examples_validate_with_their_environment() {
     }
 }
 
+#[test]
+fn validate_syntax_checks_the_secrets_form_and_reads_none() {
+    // The examples name secrets in variables this test does not set.
+    let out = validate(
+        &root(),
+        &["--config", "examples/semclip.yaml", "--syntax"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("ok: 4 watches (secrets not read)"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().count(), 5, "{stdout}");
+
+    // An unset variable and a missing file are no problem; a malformed
+    // reference, an inline secret and every other problem still are.
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "smtp:\n  host: mail.example.org\n  from: semclip@example.org\n  username: u\n  \
+             password: {env: SEMCLIP_TEST_NEVER_SET}\n\
+             notifiers:\n  chat: {slack: {url: {file: no-such-file}}}\n  \
+             hook: {webhook: {url: \"https://h.example.org/\", secret: {env: \"\"}}}\n",
+        ),
+        (
+            "watches/a.yaml",
+            "url: https://example.org/\nschedule: {every: 1m}\nfetch:\n  auth:\n    \
+             bearer: {token: hunter2}\n  cookies:\n    session: {file: \"\"}\n  headers:\n    \
+             X-Key: {env: SEMCLIP_TEST_NEVER_SET}\n",
+        ),
+        (
+            "watches/b.yaml",
+            "url: https://example.org/\nschedule: {every: soon}\n\
+             fetch: {auth: {basic: {username: u, password: {file: no-such-file}}}}\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &["--syntax"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "semclip.yaml:8:59: notifiers.hook.webhook.secret: an empty environment variable name: write {env: NAME}",
+        "watches/a.yaml:5:21: fetch.auth.bearer.token: secrets are never inline: write {env: NAME} or {file: PATH}",
+        "watches/a.yaml:7:14: fetch.cookies.session: an empty secret file path: write {file: PATH}",
+        "watches/b.yaml:2:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)",
+        "semclip: 4 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+
+    // Without --syntax the same files need the variable and the files.
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    for line in [
+        "semclip.yaml:5:13: smtp.password: environment variable SEMCLIP_TEST_NEVER_SET is not set",
+        "semclip.yaml:8:59: notifiers.hook.webhook.secret: an empty environment variable name: write {env: NAME}",
+        "watches/a.yaml:9:12: fetch.headers.X-Key: environment variable SEMCLIP_TEST_NEVER_SET is not set",
+    ] {
+        assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
+    }
+    for part in [
+        "notifiers.chat.slack.url: cannot read secret file",
+        "fetch.auth.basic.password: cannot read secret file",
+    ] {
+        assert!(stderr.contains(part), "{part}\n{stderr}");
+    }
+}
+
 /// The examples, loaded through the library where no environment is needed:
 /// the webhook secret and the bearer token come from a file.
 #[test]
@@ -356,6 +426,45 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
 }
 
 #[test]
+fn every_wrong_type_is_named_with_its_value_and_an_example_and_hides_nothing() {
+    let dir = tree(&[
+        (
+            "semclip.yaml",
+            "limits: {concurrency: lots}\nlisten: localhost\n",
+        ),
+        // Five values of the wrong type, a value validation refuses and an
+        // unknown key below them.
+        (
+            "watches/w.yaml",
+            "url: ftp://example.org/\n\
+             schedule: {every: 5m, jitter: [1s]}\n\
+             fetch: {retries: many, headers_cross_origin: maybe}\n\
+             clips:\n  a: [//a]\n\
+             thresholds:\n  - name: t\n    xpath: //a\n    above: high\n\
+             ignore: []\n\
+             titel: x\n",
+        ),
+    ]);
+    let out = validate(dir.path(), &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    let expected = [
+        "semclip.yaml:1:23: limits.concurrency: \"lots\" is not a whole number, 0 or more; write a whole number such as 3",
+        "semclip.yaml:2:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080",
+        "watches/w.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file",
+        "watches/w.yaml:2:31: schedule.jitter: a list is not text; write text",
+        "watches/w.yaml:3:18: fetch.retries: \"many\" is not a whole number from 0 to 4294967295; write a whole number such as 3",
+        "watches/w.yaml:3:46: fetch.headers_cross_origin: \"maybe\" is not true or false; write true or false",
+        "watches/w.yaml:5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
+        "watches/w.yaml:9:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
+        "watches/w.yaml:11:1: titel: unknown field `titel`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `title`?)",
+        "semclip: 9 configuration problems found",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
 fn the_daemon_file_problems_come_first_with_their_paths() {
     let dir = tree(&[
         (
@@ -443,7 +552,7 @@ fn watch_level_checks() {
         "watches/missing.yaml:1:1: schedule: missing field `schedule`",
         "watches/relative.yaml:1:6: url: invalid URL `quotes.html`: relative URL without a base (write an absolute URL: https://..., or file:///absolute/path)",
         "watches/seven.yaml:2:18: schedule.cron: a cron expression has 5 fields (minute hour day month weekday) or 6 (seconds first), this one has 7",
-        "watches/type.yaml:6:12: thresholds[0].above: invalid floating point",
+        "watches/type.yaml:6:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
         "semclip: 16 configuration problems found",
     ];
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
@@ -502,7 +611,7 @@ fn extract_clips_and_layout_settings_are_checked() {
         "clips.none: give xpath (what to select) or extract (article, records or region)",
         "clips.region.keywords: `extract: region` needs keywords",
         "clips.words.keywords: keywords belong to `extract: region` clips",
-        "watches/kind.yaml:4:19: clips.kind.extract: unknown variant `summary`, expected one of article, records, region",
+        "watches/kind.yaml:4:19: clips.kind.extract: \"summary\" is not one of article, records, region; write one of those",
         "layout.template: `no good` is not a template set name",
         "layout.max_drift: a drift in (0, 1]",
         "layout.notify",

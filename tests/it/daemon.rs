@@ -36,6 +36,15 @@ impl Daemon {
     /// As [`Daemon::start`], run through `wrapper` (a command that execs
     /// the rest, such as `prlimit --nofile=160:160 --`).
     pub fn start_under(dir: &Path, env: &[(&str, &str)], wrapper: &[&str]) -> Daemon {
+        Daemon::launch(dir, env, wrapper, &[])
+    }
+
+    /// As [`Daemon::start`], with more arguments for `semclip run`.
+    pub fn start_with_args(dir: &Path, args: &[&str]) -> Daemon {
+        Daemon::launch(dir, &[], &[], args)
+    }
+
+    fn launch(dir: &Path, env: &[(&str, &str)], wrapper: &[&str], args: &[&str]) -> Daemon {
         let n = std::fs::read_dir(dir)
             .unwrap()
             .flatten()
@@ -54,6 +63,7 @@ impl Daemon {
         let child = command
             .args(["run", "--log-level", "info", "--config"])
             .arg(dir.join("semclip.yaml"))
+            .args(args)
             .env_remove("RUST_LOG")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
@@ -397,6 +407,30 @@ fn a_broken_watch_file_stops_run_from_starting_with_validate_s_messages() {
         !dir.join("state/semclip.db").exists(),
         "nothing was started"
     );
+}
+
+#[test]
+fn run_listen_stands_in_for_the_daemon_file_s_listen() {
+    // The daemon file names a port this test holds: a daemon that used it
+    // could not start. `--listen` gives another, which the system picks.
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = holder.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    setup(
+        dir,
+        &format!("listen: {taken}\nserver:\n  xslt: {}\n", repo_xslt()),
+        &[],
+    );
+    let daemon = Daemon::start_with_args(dir, &["--listen", "127.0.0.1:0"]);
+    let addr = daemon.addr();
+    assert_ne!(addr, taken, "{}", daemon.log());
+    assert_ne!(addr.port(), 0);
+    let c = Client::new(addr.port());
+    let health = c.get("/healthz", &[]);
+    assert_eq!(health.status, 200, "{}", health.body);
+    assert_eq!(daemon.stop().code(), Some(0));
+    drop(holder);
 }
 
 #[test]

@@ -1005,6 +1005,75 @@ fn semclip_serve_serves_a_store_alone_with_cors_for_the_portal() {
     assert!(exit.success(), "{exit:?}");
 }
 
+/// Starts `semclip serve --listen 127.0.0.1:0 --config CONFIG` with `env`,
+/// logging to `log`, and waits until it listens.
+fn serve_alone(config: &Path, env: &[(&str, &str)], log: &Path) -> Killed {
+    let file = std::fs::File::create(log).unwrap();
+    let child = Killed(
+        std::process::Command::new(env!("CARGO_BIN_EXE_semclip"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap(),
+    );
+    crate::util::bound_addr(log, Duration::from_secs(30));
+    child
+}
+
+#[test]
+fn a_server_without_tokens_warns_once_at_start_that_every_clip_is_readable() {
+    use semclip::serve::auth::OPEN;
+    // `semclip run`, no token: of the watch's clips, `gazp` is public and
+    // `shares` is not; the warning names the second.
+    let dir = tempfile::tempdir().unwrap();
+    server_setup(
+        dir.path(),
+        "",
+        &[("quotes", clip_watch("http://127.0.0.1:9/quotes.html", true))],
+    );
+    let daemon = Daemon::start(dir.path());
+    // The warning comes before the "clip server listening" line.
+    daemon.addr();
+    let log = daemon.log();
+    assert_eq!(log.matches(OPEN).count(), 1, "one warning:\n{log}");
+    let warning = log.lines().find(|l| l.contains(OPEN)).unwrap();
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains("private_clips=1"), "{warning}");
+    assert!(
+        warning.contains("quotes/shares") && !warning.contains("quotes/gazp"),
+        "{warning}"
+    );
+    assert!(warning.contains("under `tokens:`"), "{warning}");
+    drop(daemon);
+
+    // `semclip serve` warns the same.
+    let config = dir.path().join("semclip.yaml");
+    let open_log = dir.path().join("serve-open.log");
+    let serve = serve_alone(&config, &[], &open_log);
+    let log = std::fs::read_to_string(&open_log).unwrap();
+    assert_eq!(log.matches(OPEN).count(), 1, "one warning:\n{log}");
+    drop(serve);
+
+    // With a token, neither says anything of the kind.
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("tokens:\n  portal: {secret: {env: SEMCLIP_TEST_PORTAL}, scopes: [read]}\n");
+    std::fs::write(&config, text).unwrap();
+    let closed_log = dir.path().join("serve-closed.log");
+    let serve = serve_alone(
+        &config,
+        &[("SEMCLIP_TEST_PORTAL", "portal-token")],
+        &closed_log,
+    );
+    let log = std::fs::read_to_string(&closed_log).unwrap();
+    assert!(!log.contains(OPEN), "{log}");
+    drop(serve);
+}
+
 /// A child process killed when dropped (a failing test leaves none behind).
 struct Killed(std::process::Child);
 

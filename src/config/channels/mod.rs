@@ -128,6 +128,7 @@ fn url_channel(u: &Sp<RawSecretOrText>, path: &str, cx: &mut Ctx) -> Option<Chan
     let p = join(path, "url");
     let text = match &u.value {
         RawSecretOrText::Text(text) => Some(text.clone()),
+        // A secret not read (`validate --syntax`) has no URL to check.
         RawSecretOrText::Secret(s) => cx
             .secret(
                 &Sp {
@@ -136,6 +137,7 @@ fn url_channel(u: &Sp<RawSecretOrText>, path: &str, cx: &mut Ctx) -> Option<Chan
                 },
                 &p,
             )
+            .filter(|_| cx.reads_secrets())
             .map(|s| s.expose().to_owned()),
     };
     let channel = text.and_then(|text| match from_url(&text) {

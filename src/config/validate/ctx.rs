@@ -12,14 +12,19 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::secrets::{secret_from_env, secret_from_file};
+use super::secrets::{env_name_problem, secret_from_env, secret_from_file};
 use crate::config::tree::{DOCUMENT, join};
 use crate::config::value::{ByteSize, Pos, RawSecret, RawSecretOrText, Sp};
-use crate::config::{Diagnostic, Secret};
+use crate::config::{Diagnostic, Secret, Secrets};
 use crate::xpath::{XPathType, result_type};
 
 /// The message of an inline secret.
 const INLINE_SECRET: &str = "secrets are never inline: write {env: NAME} or {file: PATH}";
+
+/// What stands for a secret that was not read ([`Secrets::Unread`]): valid
+/// wherever a secret's text goes unparsed (a password, a header value, a
+/// cookie).
+const UNREAD: &str = "unread";
 
 /// Collects the diagnostics of one file; relative paths are resolved against `dir`.
 pub(in crate::config) struct Ctx<'a> {
@@ -29,15 +34,24 @@ pub(in crate::config) struct Ctx<'a> {
     pub(in crate::config) dir: &'a Path,
     /// The problems found so far.
     pub(in crate::config) diags: Vec<Diagnostic>,
+    /// Whether secrets are read, or checked for their form only.
+    secrets: Secrets,
 }
 
 impl<'a> Ctx<'a> {
-    pub(in crate::config) fn new(file: &'a Path) -> Ctx<'a> {
+    pub(in crate::config) fn new(file: &'a Path, secrets: Secrets) -> Ctx<'a> {
         Ctx {
             file,
             dir: file.parent().unwrap_or(Path::new("")),
             diags: Vec::new(),
+            secrets,
         }
+    }
+
+    /// Whether [`Ctx::secret`] reads what it is given. When it does not,
+    /// what a secret's text must be (a URL) goes unchecked.
+    pub(in crate::config) fn reads_secrets(&self) -> bool {
+        self.secrets == Secrets::Read
     }
 
     pub(in crate::config) fn err(&mut self, at: Pos, path: &str, message: impl Into<String>) {
@@ -143,11 +157,19 @@ impl<'a> Ctx<'a> {
         v.value
     }
 
+    /// The secret `s` names, read; with [`Secrets::Unread`], a placeholder
+    /// once the reference is well formed. `None` after a diagnostic.
     pub(in crate::config) fn secret(&mut self, s: &Sp<RawSecret>, path: &str) -> Option<Secret> {
+        let read = self.reads_secrets();
         let found = match &s.value {
             RawSecret::Inline => Err(INLINE_SECRET.to_owned()),
-            RawSecret::Env(name) => secret_from_env(name),
-            RawSecret::File(p) => secret_from_file(&self.path(p)),
+            RawSecret::Env(name) if read => secret_from_env(name),
+            RawSecret::Env(name) => env_name_problem(name).map_or(Ok(Secret::new(UNREAD)), Err),
+            RawSecret::File(p) if read => secret_from_file(&self.path(p)),
+            RawSecret::File(p) if p.trim().is_empty() => {
+                Err("an empty secret file path: write {file: PATH}".to_owned())
+            }
+            RawSecret::File(_) => Ok(Secret::new(UNREAD)),
         };
         found.map_err(|message| self.err(s.at, path, message)).ok()
     }

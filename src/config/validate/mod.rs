@@ -38,11 +38,12 @@ mod watch;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::lenient;
+use super::lenient::{self, Read};
 use super::raw::{Pos, RawDaemon, RawWatch, Sp};
 use super::tree::DOCUMENT;
 use super::{
-    AlertSettings, DaemonConfig, Database, Diagnostic, FetchDefaults, Limits, ServerConfig, Watch,
+    AlertSettings, DaemonConfig, Database, Diagnostic, FetchDefaults, Limits, Secrets,
+    ServerConfig, Watch,
 };
 use crate::page::browser::BrowserSettings;
 use crate::page::fence::Fence;
@@ -147,10 +148,17 @@ fn read_text(file: &Path) -> Result<String, Diagnostic> {
 }
 
 /// Loads the daemon file at `file`, pushing its diagnostics.
-pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> DaemonOutcome {
+pub(crate) fn load_daemon_file(
+    file: &Path,
+    secrets: Secrets,
+    out: &mut Vec<Diagnostic>,
+) -> DaemonOutcome {
     let base = file.parent().unwrap_or(Path::new(""));
-    let failed = |out: &mut Vec<Diagnostic>, d: Diagnostic| {
-        out.push(d);
+    // A file that cannot be read whole: the watch files are checked against
+    // the built-in defaults, not against its notifiers and sessions.
+    let failed = |out: &mut Vec<Diagnostic>, mut diags: Vec<Diagnostic>| {
+        diags.sort_by_key(|d| (d.line, d.column));
+        out.append(&mut diags);
         DaemonOutcome {
             config: daemon_defaults(Some(file.to_path_buf()), base),
             notifier_names: None,
@@ -159,35 +167,43 @@ pub(crate) fn load_daemon_file(file: &Path, out: &mut Vec<Diagnostic>) -> Daemon
     };
     let text = match read_text(file) {
         Ok(t) => t,
-        Err(d) => return failed(out, d),
+        Err(d) => return failed(out, vec![d]),
     };
-    // Unknown keys are reported and skipped, so the rest is still checked.
-    let mut unknown = Vec::new();
-    let raw = match lenient::from_str::<Option<Sp<RawDaemon>>>(file, &text, &mut unknown) {
-        Ok(r) => r,
-        Err(()) => {
-            unknown.sort_by_key(|d| (d.line, d.column));
-            out.append(&mut unknown);
-            return DaemonOutcome {
-                config: daemon_defaults(Some(file.to_path_buf()), base),
-                notifier_names: None,
-                watches_at: None,
-            };
-        }
+    // Unknown keys and wrong-typed values are reported and skipped, so the
+    // rest is still checked.
+    let mut reading = Vec::new();
+    let Ok(Read {
+        value: raw,
+        replaced,
+    }) = lenient::from_str::<Option<Sp<RawDaemon>>>(file, &text, &mut reading)
+    else {
+        return failed(out, reading);
     };
     let Some(raw) = raw else {
-        out.append(&mut unknown);
+        out.append(&mut reading);
         return DaemonOutcome {
             config: daemon_defaults(Some(file.to_path_buf()), base),
             notifier_names: Some(BTreeSet::new()),
             watches_at: Some((file.to_path_buf(), Pos::START)),
         };
     };
-    let mut cx = Ctx::new(file);
-    cx.diags.append(&mut unknown);
+    let mut cx = Ctx::new(file, secrets);
     let outcome = daemon(raw, &mut cx);
+    cx.diags.retain(|d| replaced.keeps(d));
+    cx.diags.append(&mut reading);
     cx.finish(out);
-    outcome
+    if !replaced.any() {
+        return outcome;
+    }
+    // A wrong value stood in for: the watch files are checked as against a
+    // file that cannot be read, but looked for where this one says, unless
+    // that is what was wrong.
+    let mut failed = failed(out, Vec::new());
+    if !replaced.has("watches") {
+        failed.config.watches_dir = outcome.config.watches_dir;
+        failed.watches_at = outcome.watches_at;
+    }
+    failed
 }
 
 /// Loads every watch file directly in `dir`, sorted by id.
@@ -196,6 +212,7 @@ pub(crate) fn load_watch_dir(
     daemon: &DaemonConfig,
     known: Option<&BTreeSet<String>>,
     dir_at: Option<(PathBuf, Pos)>,
+    secrets: Secrets,
     out: &mut Vec<Diagnostic>,
 ) -> Vec<Watch> {
     let entries = match std::fs::read_dir(dir) {
@@ -231,7 +248,8 @@ pub(crate) fn load_watch_dir(
     let mut ids: BTreeMap<String, PathBuf> = BTreeMap::new();
     let fence = daemon.fence();
     for file in &files {
-        let Some((watch, id_at)) = load_watch_file(file, daemon, &fence, known, out) else {
+        let Some((watch, id_at)) = load_watch_file(file, daemon, &fence, known, secrets, out)
+        else {
             continue;
         };
         if let Some(first) = ids.get(&watch.id) {
@@ -262,6 +280,7 @@ fn load_watch_file(
     daemon: &DaemonConfig,
     fence: &Fence,
     known: Option<&BTreeSet<String>>,
+    secrets: Secrets,
     out: &mut Vec<Diagnostic>,
 ) -> Option<(Watch, Pos)> {
     let text = match read_text(file) {
@@ -271,12 +290,17 @@ fn load_watch_file(
             return None;
         }
     };
-    // Unknown keys are reported and skipped, so the rest is still checked.
-    let mut unknown = Vec::new();
-    let raw = match lenient::from_str::<Option<Sp<RawWatch>>>(file, &text, &mut unknown) {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            out.append(&mut unknown);
+    // Unknown keys and wrong-typed values are reported and skipped, so the
+    // rest is still checked.
+    let mut reading = Vec::new();
+    let (raw, replaced) = match lenient::from_str::<Option<Sp<RawWatch>>>(file, &text, &mut reading)
+    {
+        Ok(Read {
+            value: Some(raw),
+            replaced,
+        }) => (raw, replaced),
+        Ok(Read { value: None, .. }) => {
+            out.append(&mut reading);
             out.push(Diagnostic {
                 file: file.to_path_buf(),
                 line: 1,
@@ -287,14 +311,15 @@ fn load_watch_file(
             return None;
         }
         Err(()) => {
-            unknown.sort_by_key(|d| (d.line, d.column));
-            out.append(&mut unknown);
+            reading.sort_by_key(|d| (d.line, d.column));
+            out.append(&mut reading);
             return None;
         }
     };
-    let mut cx = Ctx::new(file);
-    cx.diags.append(&mut unknown);
+    let mut cx = Ctx::new(file, secrets);
     let watch = watch(raw, daemon, fence, known, &mut cx);
+    cx.diags.retain(|d| replaced.keeps(d));
+    cx.diags.append(&mut reading);
     let ok = cx.diags.is_empty();
     cx.finish(out);
     if ok { watch } else { None }

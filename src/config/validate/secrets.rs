@@ -1,6 +1,6 @@
 //! Secrets read from an environment variable or a file (`{env: NAME}`,
-//! `{file: PATH}`): a file is a regular file of at most
-//! [`MAX_SECRET_FILE`] bytes, never a kernel file.
+//! `{file: PATH}`): a variable's name is well formed, a file is a regular
+//! file of at most [`MAX_SECRET_FILE`] bytes, never a kernel file.
 
 use std::path::Path;
 
@@ -8,8 +8,26 @@ use super::io_reason;
 use crate::config::{MAX_SECRET_FILE, Secret};
 use crate::page::fence::FencedRead;
 
+/// Why `name` cannot name an environment variable, if it cannot: it is
+/// empty, or holds `=` or NUL.
+pub(super) fn env_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("an empty environment variable name: write {env: NAME}".to_owned())
+    } else if name.contains(['=', '\0']) {
+        Some(format!(
+            "`{}` cannot name an environment variable (it holds = or NUL)",
+            name.escape_debug()
+        ))
+    } else {
+        None
+    }
+}
+
 /// A secret from environment variable `name`, or why there is none.
 pub fn secret_from_env(name: &str) -> Result<Secret, String> {
+    if let Some(problem) = env_name_problem(name) {
+        return Err(problem);
+    }
     match std::env::var(name) {
         Ok(v) if !v.is_empty() => Ok(Secret(v)),
         Ok(_) => Err(format!("environment variable {name} is empty")),
