@@ -55,7 +55,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// Run watches once and print what changed and what is alerted (exit 1 if alerts).
     Check(CheckArgs),
-    /// Replay a threshold, a clip or an ignore list over a watch's stored versions (exit 1 if it fires).
+    /// Replay a threshold, clip or ignore list over a watch's history (exit 1 if it fires).
     Backtest(BacktestArgs),
     /// Run the monitoring daemon on the watches directory.
     Run(RunArgs),

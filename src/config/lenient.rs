@@ -43,7 +43,7 @@ use super::Diagnostic;
 use super::edit::{self, blank_entry};
 use super::node;
 use super::shape::{self, Problem};
-use super::tree;
+use super::tree::{self, did_you_mean};
 
 /// The most unknown keys reported (and blanked) in one file.
 pub(crate) const MAX_UNKNOWN: usize = 100;
@@ -223,18 +223,6 @@ fn expected(message: &str) -> Vec<String> {
         .collect()
 }
 
-/// The allowed key `key` was most likely meant to be.
-pub(crate) fn did_you_mean<'a>(key: &str, allowed: &'a [String]) -> Option<&'a str> {
-    let lower = key.to_lowercase();
-    let limit = (key.chars().count() / 3).max(1);
-    allowed
-        .iter()
-        .map(|k| (strsim::damerau_levenshtein(&lower, &k.to_lowercase()), k))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k.as_str())
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
@@ -287,7 +275,7 @@ mod tests {
         assert_eq!(
             diags,
             [
-                "w.yaml:10:1: layuot: unknown field `layuot`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `layout`?)",
+                "w.yaml:10:1: layuot: unknown field `layuot`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `layout`?)",
                 "w.yaml:6:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
                 "w.yaml:7:16: thresholds[0].on_return: \"maybe\" is not true or false; write true or false",
                 "w.yaml:8:12: clips.c: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",

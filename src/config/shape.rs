@@ -32,9 +32,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::Diagnostic;
-use super::lenient::did_you_mean;
 use super::node::{Key, Located, Node, Scalar};
-use super::tree::{DOCUMENT, join};
+use super::tree::{DOCUMENT, did_you_mean, join};
 use super::value::Pos;
 
 /// Definitions whose raw type takes any scalar and leaves judging it to

@@ -129,6 +129,18 @@ pub(crate) fn diagnostic(file: &Path, text: &str, e: &serde_saphyr::Error) -> Di
     }
 }
 
+/// The allowed key `key` was most likely meant to be.
+pub(crate) fn did_you_mean<'a>(key: &str, allowed: &'a [String]) -> Option<&'a str> {
+    let lower = key.to_lowercase();
+    let limit = (key.chars().count() / 3).max(1);
+    allowed
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&lower, &k.to_lowercase()), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.as_str())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {

@@ -123,6 +123,12 @@ mod tests {
     fn no_clips_nor_thresholds_no_series() {
         let h = page();
         let ev = Evaluator::new(&h);
-        assert!(values(&ev, &watch("url: http://example.com/\nschedule: {every: 1h}\n")).is_empty());
+        assert!(
+            values(
+                &ev,
+                &watch("url: http://example.com/\nschedule: {every: 1h}\n")
+            )
+            .is_empty()
+        );
     }
 }

@@ -192,7 +192,7 @@ const MIGRATIONS: &[&str] = &[
         at     INTEGER NOT NULL,
         value  REAL,
         PRIMARY KEY (series, at)
-    ) STRICT, WITHOUT ROWID;",
+    ) STRICT;",
 ];
 
 /// What a snapshot blob holds (the `format` column).

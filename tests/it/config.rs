@@ -373,7 +373,7 @@ fn validate_names_every_problem_in_every_file() {
     let stderr = text(&out.stderr);
     let expected = [
         "watches/a-syntax.yaml:3:9: (syntax): unclosed bracket '['",
-        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `thresholds`?)",
+        "watches/b-unknown.yaml:3:1: treshold: unknown field `treshold`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `thresholds`?)",
         "watches/c-cron.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.",
         "watches/d-tz.yaml:4:13: schedule.timezone: unknown time zone `Europe/Moskow`: write an IANA name like Europe/Moscow or UTC",
         "watches/e-xpath.yaml:4:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6",
@@ -413,11 +413,11 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
         "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo, browser, sessions (did you mean `retention`?)".to_owned(),
         "watches/a.yaml:3:9: schedule.cron: invalid cron expression: Component error: Number out of bounds.".to_owned(),
         "watches/a.yaml:5:17: clips.gazp.xpath: invalid XPath at column 18: expected ']' to close the predicate opened at column 6".to_owned(),
-        "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control (did you mean `description`?)".to_owned(),
+        "watches/a.yaml:5:43: clips.gazp.descripton: unknown field `descripton`, expected one of xpath, extract, keywords, description, public, stylesheet, cache_control, metrics (did you mean `description`?)".to_owned(),
         format!("watches/a.yaml:10:5: thresholds[0].hysterisis: unknown field `hysterisis`, expected one of {threshold_keys} (did you mean `hysteresis`?)"),
         "watches/a.yaml:11:19: thresholds[0].notify[1]: unknown notifier `ops` (the daemon file defines: log)".to_owned(),
         "watches/b.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file".to_owned(),
-        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `schedule`?)".to_owned(),
+        "watches/b.yaml:2:1: schedul: unknown field `schedul`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `schedule`?)".to_owned(),
         "watches/b.yaml:3:19: schedule.every: invalid duration `soon`: expected number at 0 (write e.g. 30s, 5m, 1h 30m)".to_owned(),
         "watches/b.yaml:5:3: layout.max_drfit: unknown field `max_drfit`, expected one of template, max_drift, notify (did you mean `max_drift`?)".to_owned(),
         "semclip: 11 configuration problems found".to_owned(),
@@ -458,7 +458,7 @@ fn every_wrong_type_is_named_with_its_value_and_an_example_and_hides_nothing() {
         "watches/w.yaml:3:46: fetch.headers_cross_origin: \"maybe\" is not true or false; write true or false",
         "watches/w.yaml:5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
         "watches/w.yaml:9:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
-        "watches/w.yaml:11:1: titel: unknown field `titel`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, keys (did you mean `title`?)",
+        "watches/w.yaml:11:1: titel: unknown field `titel`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `title`?)",
         "semclip: 9 configuration problems found",
     ];
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
@@ -541,7 +541,7 @@ fn watch_level_checks() {
         "watches/bad id.yaml:1:6: url: unsupported scheme `ftp`: use http, https or file",
         "watches/bounds.yaml:3:19: schedule.every: must be at least 1s",
         "watches/bounds.yaml:3:36: schedule.timezone: a time zone applies to cron schedules only",
-        "watches/bounds.yaml:5:5: thresholds[0]: give at least one bound: above, below, outside or change_pct",
+        "watches/bounds.yaml:5:5: thresholds[0]: give at least one bound: above, below, outside, change_pct, new_high or new_low",
         "watches/bounds.yaml:6:12: thresholds[0].xpath: a threshold XPath must give a node-set or a number, this one gives a boolean",
         "watches/bounds.yaml:7:11: thresholds[1].name: threshold name `t` is used twice in this watch",
         "watches/bounds.yaml:9:14: thresholds[1].outside: the bounds must be [low, high] with low < high, got [5, 1]",
