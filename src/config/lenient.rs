@@ -278,7 +278,7 @@ mod tests {
                 "w.yaml:10:1: layuot: unknown field `layuot`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `layout`?)",
                 "w.yaml:6:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
                 "w.yaml:7:16: thresholds[0].on_return: \"maybe\" is not true or false; write true or false",
-                "w.yaml:8:12: clips.c: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
+                "w.yaml:8:12: clips.c: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, metrics, public, stylesheet, xpath",
                 "w.yaml:9:18: fetch.retries: -1 is not a whole number from 0 to 4294967295; write a whole number such as 3",
             ]
         );

@@ -773,7 +773,7 @@ mod tests {
                 "3:18: fetch.retries: \"many\" is not a whole number from 0 to 4294967295; write a whole number such as 3 [fetch.retries = 0]",
                 "3:46: fetch.headers_cross_origin: \"maybe\" is not true or false; write true or false [fetch.headers_cross_origin = false]",
                 "3:68: fetch.max_redirects: -1 is not a whole number, 0 or more; write a whole number such as 3 [fetch.max_redirects = 0]",
-                "5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath [clips.a = {}]",
+                "5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, metrics, public, stylesheet, xpath [clips.a = {}]",
                 "6:28: clips.b.extract: \"summary\" is not one of article, records, region; write one of those [clips.b.extract = 'article']",
                 "10:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5 [thresholds[0].above = 0]",
                 "11:18: thresholds[0].outside[1]: \"x\" is not a number; write a number such as 300 or 2.5 [thresholds[0].outside = []]",

@@ -456,7 +456,7 @@ fn every_wrong_type_is_named_with_its_value_and_an_example_and_hides_nothing() {
         "watches/w.yaml:2:31: schedule.jitter: a list is not text; write text",
         "watches/w.yaml:3:18: fetch.retries: \"many\" is not a whole number from 0 to 4294967295; write a whole number such as 3",
         "watches/w.yaml:3:46: fetch.headers_cross_origin: \"maybe\" is not true or false; write true or false",
-        "watches/w.yaml:5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, public, stylesheet, xpath",
+        "watches/w.yaml:5:6: clips.a: a list is not a mapping; write a mapping of some of cache_control, description, extract, keywords, metrics, public, stylesheet, xpath",
         "watches/w.yaml:9:12: thresholds[0].above: \"high\" is not a number; write a number such as 300 or 2.5",
         "watches/w.yaml:11:1: titel: unknown field `titel`, expected one of id, url, title, schedule, fetch, ignore, blocked, clips, thresholds, on_change, failures, monitor, layout, session, metrics, keys (did you mean `title`?)",
         "semclip: 9 configuration problems found",
