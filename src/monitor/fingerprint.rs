@@ -173,6 +173,7 @@ mod tests {
                         public: false,
                         stylesheet: None,
                         cache_control: None,
+                        metrics: false,
                     };
                     w.clips.insert("a".to_owned(), clip);
                 }),

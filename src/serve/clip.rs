@@ -562,6 +562,7 @@ mod tests {
             public: false,
             stylesheet: None,
             cache_control: None,
+            metrics: false,
         }
     }
 

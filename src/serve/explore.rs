@@ -39,15 +39,19 @@ use maud::{Markup, html};
 
 use super::Server;
 use super::auth::Need;
+use super::chart::{CHART_POINTS, READ_POINTS, SPARK_POINTS, Series, chart, sparkline};
 use super::clip::ClipKey;
 use super::clips::clip_data;
 use super::error::{Error, Form, require};
-use super::pages::{self, NONE, layout, plural, seg, time, truncate};
+use super::format::plural;
+use super::pages::{self, NONE, layout, seg, series_href, time, truncate};
+use super::series::downsample;
 use crate::config::starter;
 use crate::diff::Change;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
-use crate::store::{Event, time};
+use crate::store::{Event, EventRecord, Point, Store, StoreError, time};
 use chrono::SecondsFormat;
+use std::collections::{HashMap, HashSet};
 
 /// Nodes shown in a tree, at most.
 pub(crate) const MAX_TREE_NODES: usize = 1500;
@@ -60,6 +64,12 @@ const SUMMARY_CHARS: usize = 80;
 
 /// Change events read to find one and the others of its check.
 const EVENTS: usize = 2000;
+
+/// Sparklines on a tree page, at most (each node's also has a chart).
+pub(crate) const MAX_SPARKLINES: usize = 200;
+
+/// Sparklines on a change view, at most.
+const MAX_CHANGE_SPARKLINES: usize = 50;
 
 /// The cache key of a snapshot's rendered tree among its clip data's renders.
 const TREE_VARIANT: &str = "status-tree";
@@ -139,29 +149,128 @@ pub(crate) async fn tree(
         .and_then(|w| w.title.clone())
         .unwrap_or_else(|| id.clone());
     let taken = data.last_modified;
-    let watch = id.clone();
-    let body = tokio::task::spawn_blocking(move || {
-        crate::hierarchy::read::read(&xml).map(|h| tree_page(&watch, &title, &h, taken))
+    let (page, numbers) = tokio::task::spawn_blocking(move || {
+        crate::hierarchy::read::read(&xml).map(|h| {
+            let numbers = numbers_shown(&h);
+            (h, numbers)
+        })
     })
     .await
     .map_err(|e| Error::internal(&e, Form::Html))?
     .map_err(|e| Error::internal(&e, Form::Html))?;
+    let w = id.clone();
+    let series = server
+        .stores
+        .run(move |s| tree_series(s, &w, &numbers))
+        .await
+        .map_err(|e| Error::internal(&e, Form::Html))?;
+    let watch = id.clone();
+    let body =
+        tokio::task::spawn_blocking(move || tree_page(&watch, &title, &page, taken, &series))
+            .await
+            .map_err(|e| Error::internal(&e, Form::Html))?;
     let body: Arc<str> = body.into();
     data.keep(TREE_VARIANT.to_owned(), Arc::clone(&body));
     Ok(super::status::html(body.to_string()))
 }
 
-/// What the tree has shown so far.
-struct TreeState {
-    shown: usize,
+/// The ids of the nodes with a number among those the tree shows (the
+/// first [`MAX_TREE_NODES`] in document order), in document order.
+fn numbers_shown(page: &Hierarchy) -> Vec<String> {
+    fn walk(nodes: &[HNode], seen: &mut usize, out: &mut Vec<String>) {
+        for n in nodes {
+            if *seen >= MAX_TREE_NODES {
+                return;
+            }
+            *seen += 1;
+            if n.num.is_some() {
+                out.push(n.xpath.clone());
+            }
+            walk(&n.children, seen, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&page.children, &mut 0, &mut out);
+    out
 }
 
-/// The tree page of a watch's hierarchy `page`, taken at `taken`.
-pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) -> String {
+/// A node's series as the tree draws it: thinned for its sparkline and
+/// for its chart.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Drawn {
+    /// At most [`SPARK_POINTS`] points, oldest first.
+    pub spark: Vec<Point>,
+    /// At most [`CHART_POINTS`] points, oldest first.
+    pub chart: Vec<Point>,
+}
+
+/// The series the tree draws: of the numbers it shows that have one, the
+/// first [`MAX_SPARKLINES`] (in document order).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TreeSeries {
+    /// The series drawn, by node id.
+    pub drawn: HashMap<String, Drawn>,
+    /// How many of the numbers shown have a series (more than `drawn`
+    /// holds when the tree stops drawing them).
+    pub with_series: usize,
+}
+
+/// The series of `numbers` (ids, in document order) that the tree draws.
+fn tree_series(store: &Store, watch: &str, numbers: &[String]) -> Result<TreeSeries, StoreError> {
+    let heads: HashSet<String> = store
+        .series_heads(watch)?
+        .into_iter()
+        .map(|h| h.node)
+        .collect();
+    let mut out = TreeSeries::default();
+    for node in numbers.iter().filter(|n| heads.contains(*n)) {
+        out.with_series += 1;
+        if out.drawn.len() < MAX_SPARKLINES {
+            let points = store.series_latest(watch, node, READ_POINTS)?;
+            let drawn = Drawn {
+                spark: downsample(points.clone(), SPARK_POINTS).0,
+                chart: downsample(points, CHART_POINTS).0,
+            };
+            out.drawn.insert(node.clone(), drawn);
+        }
+    }
+    Ok(out)
+}
+
+/// What the tree has shown so far, and what it draws with.
+struct TreeState<'a> {
+    shown: usize,
+    /// The watch id, percent-encoded.
+    watch: &'a str,
+    /// The series to draw, by node id.
+    series: &'a HashMap<String, Drawn>,
+    /// The labels (`label`, `key`, `col`) from the root down to the node
+    /// being shown: a drawn node's name.
+    path: Vec<&'a str>,
+    /// Where the series' charts end: the time of the data shown.
+    end: SystemTime,
+}
+
+/// The tree page of a watch's hierarchy `page`, taken at `taken`, with
+/// the values over time of `series`.
+pub(crate) fn tree_page(
+    watch: &str,
+    title: &str,
+    page: &Hierarchy,
+    taken: SystemTime,
+    series: &TreeSeries,
+) -> String {
     let id = seg(watch);
     let total = page.size() - 1;
-    let mut state = TreeState { shown: 0 };
+    let mut state = TreeState {
+        shown: 0,
+        watch: &id,
+        series: &series.drawn,
+        path: Vec::new(),
+        end: taken,
+    };
     let tree = children(&mut state, &page.children, None, 0);
+    let drawn = series.drawn.len();
     let body = html! {
         nav.crumbs {
             a href="/status" { "semclip status" } " / "
@@ -175,6 +284,12 @@ pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: Syste
             @if total > state.shown {
                 " · showing the first " (state.shown) " of " (total)
                 " (the rest are counted where they start)"
+            }
+            @if series.with_series > 0 {
+                " · " (plural(series.with_series, "number", "numbers")) " with values over time"
+                @if series.with_series > drawn {
+                    " (the first " (drawn) " drawn)"
+                }
             }
         }
         p {
@@ -195,10 +310,10 @@ pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: Syste
 }
 
 /// A list of sibling nodes, within the budget; the rest as "N more".
-fn children(
-    state: &mut TreeState,
-    nodes: &[HNode],
-    parent: Option<&HNode>,
+fn children<'a>(
+    state: &mut TreeState<'a>,
+    nodes: &'a [HNode],
+    parent: Option<&'a HNode>,
     depth: usize,
 ) -> Markup {
     let mut items = Vec::new();
@@ -220,8 +335,14 @@ fn children(
     }
 }
 
-/// One node: its summary line, its id and snippets, its children.
-fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) -> Markup {
+/// One node: its summary line (with its sparkline, when its number has
+/// a series drawn), its id, snippets and chart, its children.
+fn node<'a>(
+    state: &mut TreeState<'a>,
+    n: &'a HNode,
+    parent: Option<&'a HNode>,
+    depth: usize,
+) -> Markup {
     state.shown += 1;
     let k = state.shown;
     let name = starter::node_name(n, parent);
@@ -231,7 +352,21 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
         .as_deref()
         .map(|num| starter::threshold_snippet(&name, &n.xpath, num));
     let ident = n.ident().map(|(_, v)| v);
+    state.path.extend(ident);
+    let series = state.series;
+    let drawn = n.num.as_ref().and_then(|_| series.get(&n.xpath));
+    let values = drawn.map(|d| {
+        let label = if state.path.is_empty() {
+            n.xpath.clone()
+        } else {
+            state.path.join(" / ")
+        };
+        values_of(state.watch, &n.xpath, &label, d, state.end)
+    });
     let kids = (!n.children.is_empty()).then(|| children(state, &n.children, Some(n), depth + 1));
+    if ident.is_some() {
+        state.path.pop();
+    }
     html! {
         li data-xpath=(n.xpath) {
             details.node open[depth < OPEN_DEPTH] {
@@ -240,6 +375,7 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
                     @if let Some(i) = ident { strong { (truncate(i, SUMMARY_CHARS)) } " " }
                     @if let Some(t) = &n.text { span.val { (truncate(t, SUMMARY_CHARS)) } }
                     @if let Some(num) = &n.num { " " span.kind { "num " (num) } }
+                    @if let Some((spark, _)) = &values { " " (spark) }
                     @if !n.children.is_empty() {
                         " " span.kind { "(" (plural(n.size() - 1, "node", "nodes")) ")" }
                     }
@@ -259,11 +395,34 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
                             pre.snippet.threshold-snippet id={ "threshold-" (k) } { (t) }
                         }
                     }
+                    @if let Some((_, chart)) = &values { (chart) }
                 }
                 @if let Some(kids) = kids { (kids) }
             }
         }
     }
+}
+
+/// A drawn node's sparkline and its chart with links to its points.
+fn values_of(
+    watch: &str,
+    node: &str,
+    label: &str,
+    drawn: &Drawn,
+    end: SystemTime,
+) -> (Markup, Markup) {
+    let spark = sparkline(label, &drawn.spark, end, None);
+    let chart = html! {
+        figure.chart.series-chart {
+            (chart(Series::Steps { points: &drawn.chart, end }, &[]))
+            figcaption {
+                (label) ": values over time, as "
+                a href=(series_href(watch, Some(node), None)) { "JSON" } " or "
+                a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
+            }
+        }
+    };
+    (spark, chart)
 }
 
 // ---------------------------------------------------------------- changes
@@ -300,6 +459,9 @@ pub(crate) struct ChangeDetail {
     pub xpaths: (Option<String>, Option<String>),
     /// The table row around the change, when it is in a table.
     pub row: Option<RowSides>,
+    /// The changed node's series (its newest points, thinned for a
+    /// sparkline), when its number has one.
+    pub series: Option<Vec<Point>>,
 }
 
 /// `GET /status/{watch}/changes/{id}`.
@@ -351,6 +513,7 @@ pub(crate) async fn change(
                     old = s.snapshot(before)?.map(|s| s.xml);
                 }
             }
+            let series = change_series(s, &w, &group)?;
             let read = |xml: Option<String>| {
                 xml.and_then(|x| match crate::hierarchy::read::read(&x) {
                     Ok(h) => Some(h),
@@ -360,16 +523,21 @@ pub(crate) async fn change(
                     }
                 })
             };
-            Ok(Some((target.at, group, read(old), read(new))))
+            Ok(Some((target.at, group, read(old), read(new), series)))
         })
         .await
         .map_err(|e| Error::internal(&e, Form::Html))?;
-    let Some((at, group, old, new)) = found else {
+    let Some((at, group, old, new, series)) = found else {
         return Err(not_found());
     };
     let details: Vec<ChangeDetail> = group
         .iter()
-        .map(|e| detail(e.id, &e.event, old.as_ref(), new.as_ref()))
+        .map(|e| {
+            let mut d = detail(e.id, &e.event, old.as_ref(), new.as_ref());
+            d.series = series_node(&e.event, |id| series.contains_key(id))
+                .and_then(|node| series.get(node).cloned());
+            d
+        })
         .collect();
     let title = server
         .watches()
@@ -384,6 +552,44 @@ pub(crate) async fn change(
         &details,
         SystemTime::now(),
     )))
+}
+
+/// The node of a change that has a series (`has` says which do): its
+/// new node's, else its old node's.
+fn series_node(event: &Event, has: impl Fn(&str) -> bool) -> Option<&str> {
+    let change = event.change()?;
+    [&change.new_xpath, &change.old_xpath]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .find(|id| has(id))
+}
+
+/// The series of the changed nodes of `group` (at most
+/// [`MAX_CHANGE_SPARKLINES`]), by node id, thinned for a sparkline.
+fn change_series(
+    store: &Store,
+    watch: &str,
+    group: &[EventRecord],
+) -> Result<HashMap<String, Vec<Point>>, StoreError> {
+    let heads: HashSet<String> = store
+        .series_heads(watch)?
+        .into_iter()
+        .map(|h| h.node)
+        .collect();
+    let mut out = HashMap::new();
+    for e in group {
+        if out.len() >= MAX_CHANGE_SPARKLINES {
+            break;
+        }
+        if let Some(node) = series_node(&e.event, |id| heads.contains(id))
+            && !out.contains_key(node)
+        {
+            let points = store.series_latest(watch, node, READ_POINTS)?;
+            out.insert(node.to_owned(), downsample(points, SPARK_POINTS).0);
+        }
+    }
+    Ok(out)
 }
 
 /// A node by its `xpath` id, with its parent.
@@ -478,6 +684,7 @@ fn detail(
         new: s(|c| &c.new),
         xpaths: (old_xpath, new_xpath),
         row,
+        series: None,
     }
 }
 
@@ -501,7 +708,7 @@ pub(crate) fn change_page(
         p.muted { "Found " (time(Some(at), now)) ". "
             a href={ "/status/" (id) "#changes" } { "All recent changes" } }
         ol.changes #change-list {
-            @for c in changes { (change_block(&id, wanted, c)) }
+            @for c in changes { (change_block(&id, wanted, c, at, now)) }
         }
     };
     layout(
@@ -512,7 +719,20 @@ pub(crate) fn change_page(
     )
 }
 
-fn change_block(watch: &str, wanted: i64, c: &ChangeDetail) -> Markup {
+/// One change of the check (found at `at`), with the sparkline of its
+/// node's values up to `now`, the point of this check marked.
+fn change_block(
+    watch: &str,
+    wanted: i64,
+    c: &ChangeDetail,
+    at: SystemTime,
+    now: SystemTime,
+) -> Markup {
+    let node = c.xpaths.1.as_ref().or(c.xpaths.0.as_ref());
+    let label = match node {
+        Some(node) if c.context.is_empty() => node.as_str(),
+        _ => c.context.as_str(),
+    };
     html! {
         li.change.current[c.id == wanted] id={ "change-" (c.id) } {
             p {
@@ -538,6 +758,15 @@ fn change_block(watch: &str, wanted: i64, c: &ChangeDetail) -> Markup {
                                 td.changed[differs && c.new.is_some()] { (c.new.as_deref().unwrap_or(NONE)) }
                             }
                         }
+                    }
+                }
+            }
+            @if let Some(points) = &c.series {
+                p.series {
+                    "Its values over time: " (sparkline(label, points, now, Some(at)))
+                    @if let Some(node) = node {
+                        " " a href=(series_href(watch, Some(node), None)) { "JSON" }
+                        " · " a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
                     }
                 }
             }
@@ -599,7 +828,13 @@ mod tests {
     #[test]
     fn the_tree_shows_ids_and_snippets_and_caps_huge_pages() {
         let h = Hierarchy::from_html(PAGE, None);
-        let html = tree_page("q", "Quotes", &h, SystemTime::UNIX_EPOCH);
+        let html = tree_page(
+            "q",
+            "Quotes",
+            &h,
+            SystemTime::UNIX_EPOCH,
+            &TreeSeries::default(),
+        );
         assert!(html.contains("data-xpath=\"/page/table[@label='Shares']/row[@key='GAZP']\""));
         assert!(html.contains("<pre class=\"snippet clip-snippet\""));
         assert!(html.contains("class=\"snippet threshold-snippet\""));
@@ -612,7 +847,13 @@ mod tests {
             .collect();
         let big = format!("<table><tr><th>K<th>V</tr>{rows}</table>");
         let h = Hierarchy::from_html(&big, None);
-        let html = tree_page("q", "Big", &h, SystemTime::UNIX_EPOCH);
+        let html = tree_page(
+            "q",
+            "Big",
+            &h,
+            SystemTime::UNIX_EPOCH,
+            &TreeSeries::default(),
+        );
         assert_eq!(html.matches("<li data-xpath").count(), MAX_TREE_NODES);
         assert!(html.contains("more nodes not shown"), "capped");
         assert!(html.contains(&format!("showing the first {MAX_TREE_NODES} of")));
