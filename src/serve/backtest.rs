@@ -14,9 +14,12 @@ use super::auth::Need;
 use super::error::{Error, Form, require};
 use crate::monitor::backtest::{self, Backtest, Rule};
 
+/// The parameters naming a rule: `threshold`, `clip` and the `ignore`s.
+type RuleParams = (Option<String>, Option<String>, Vec<String>);
+
 /// The rule a request names: exactly one of `threshold`, `clip`, or one
 /// or more `ignore`.
-fn rule_of(query: Option<&str>) -> Result<(Option<String>, Option<String>, Vec<String>), Error> {
+fn rule_of(query: Option<&str>) -> Result<RuleParams, Error> {
     let pairs = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes());
     let (mut threshold, mut clip, mut ignore) = (None, None, Vec::new());
     for (k, v) in pairs {

@@ -654,4 +654,175 @@ mod tests {
             }
         }
     }
+
+    /// `(seconds ago, value)` as points.
+    fn points(of: &[(u64, Option<f64>)]) -> Vec<Point> {
+        of.iter()
+            .map(|&(secs, value)| Point {
+                at: ago(secs),
+                value,
+            })
+            .collect()
+    }
+
+    /// The `d` of the one series path.
+    fn path_d(svg: &str) -> &str {
+        let ds = attrs(svg, "d");
+        assert_eq!(ds.len(), 1, "one path: {svg}");
+        ds[0]
+    }
+
+    #[test]
+    fn a_step_chart_holds_each_value_until_the_next_and_gaps_where_the_node_was_gone() {
+        let series = points(&[
+            (300, Some(10.0)),
+            (200, Some(30.0)),
+            (150, None),
+            (100, Some(20.0)),
+        ]);
+        let svg = chart(
+            Series::Steps {
+                points: &series,
+                end: now(),
+            },
+            &[],
+        )
+        .into_string();
+        assert!(svg.contains("aria-label=\"value history: 3 values, from 10 to 30\""));
+        // 10 from the left edge to 200 s ago (64 + 100/300 * 524), up to
+        // 30 until the node went 150 s ago; back 100 s ago at 20, which
+        // holds to the end (now, the right edge).
+        assert_eq!(path_d(&svg), "M64,164.73H238.67V19.27H326M413.33,92H588");
+        assert!(!svg.contains("<polyline"));
+        assert_eq!(svg.matches("<circle").count(), 3, "a dot per value");
+        assert!(svg.contains("<title>30 at 2023-11-14T22:10:00Z</title>"));
+        // The time axis runs to the end, not to the last point.
+        assert!(svg.contains(">22:08:20</text>") && svg.contains(">22:13:20</text>"));
+        // An end before the last point is the last point's time.
+        let early = chart(
+            Series::Steps {
+                points: &series,
+                end: ago(500),
+            },
+            &[],
+        )
+        .into_string();
+        assert!(path_d(&early).ends_with("M588,92H588"), "{early}");
+    }
+
+    #[test]
+    fn a_step_chart_of_many_changes_draws_the_line_alone() {
+        let many: Vec<(u64, Option<f64>)> = (0..=DOTS as u64)
+            .map(|i| (1000 - i, Some(i as f64)))
+            .collect();
+        let svg = chart(
+            Series::Steps {
+                points: &points(&many),
+                end: now(),
+            },
+            &[],
+        )
+        .into_string();
+        assert_eq!(svg.matches("<circle").count(), 0);
+        assert_eq!(path_d(&svg).matches('V').count(), DOTS);
+        let fewer = chart(
+            Series::Steps {
+                points: &points(&many[1..]),
+                end: now(),
+            },
+            &[],
+        )
+        .into_string();
+        assert_eq!(fewer.matches("<circle").count(), DOTS);
+    }
+
+    #[test]
+    fn a_sparkline_names_its_node_and_says_its_range_and_last_value() {
+        let series = points(&[(600, Some(251.3)), (300, Some(268.4)), (60, Some(305.4))]);
+        let html = sparkline("Shares / GAZP / Last", &series, now(), Some(ago(300))).into_string();
+        assert!(
+            html.starts_with("<span class=\"spark\"><svg class=\"spark\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 120 24\" width=\"120\" height=\"24\" role=\"img\" data-points=\"3\" data-values=\"3\"><title>Shares / GAZP / Last: 3 values, from 251.3 to 305.4, last 305.4</title>"),
+            "{html}"
+        );
+        // Steps over the whole width (3 to 117), lowest at the bottom (21),
+        // highest at the top (3); 268.4 is 17.1/54.1 of the way up.
+        assert_eq!(path_d(&html), "M3,21H60V15.31H105.6V3H117");
+        assert!(
+            html.contains("<circle class=\"last\" cx=\"117\" cy=\"3\""),
+            "{html}"
+        );
+        // The change 300 s ago: a ring on the value it brought.
+        assert!(
+            html.contains("<circle class=\"mark\" cx=\"60\" cy=\"15.31\""),
+            "{html}"
+        );
+        assert!(html.contains(
+            "min <span class=\"spark-min\">251.3</span> · max <span class=\"spark-max\">305.4</span> · last <span class=\"spark-last\">305.4</span>"
+        ), "{html}");
+        // No mark outside the series' time, or without one.
+        for mark in [Some(ago(700)), Some(now() + Duration::from_secs(1)), None] {
+            let html = sparkline("x", &series, now(), mark).into_string();
+            assert!(!html.contains("class=\"mark\""), "{mark:?}: {html}");
+        }
+        // Deterministic, and nothing but inline SVG: no script, no style
+        // element, nothing loaded.
+        assert_eq!(
+            html,
+            sparkline("Shares / GAZP / Last", &series, now(), Some(ago(300))).into_string()
+        );
+        assert!(!html.contains("<script") && !html.contains("<style") && !html.contains("href"));
+    }
+
+    #[test]
+    fn sparkline_edge_cases() {
+        // One value: a flat line in the middle, only its last value.
+        let one = sparkline("n", &points(&[(60, Some(249.1))]), now(), None).into_string();
+        assert_eq!(path_d(&one), "M3,12H117");
+        assert!(one.contains("data-points=\"1\" data-values=\"1\""), "{one}");
+        assert!(
+            !one.contains("spark-min") && !one.contains("spark-max"),
+            "{one}"
+        );
+        assert!(
+            one.contains("last <span class=\"spark-last\">249.1</span>"),
+            "{one}"
+        );
+        // Gone now: the line stops where it went, no dot on a last value.
+        let gone = sparkline(
+            "n",
+            &points(&[(600, Some(1.0)), (300, Some(2.0)), (60, None)]),
+            now(),
+            None,
+        )
+        .into_string();
+        assert_eq!(path_d(&gone), "M3,21H60V3H105.6");
+        assert!(
+            gone.contains("data-points=\"3\" data-values=\"2\""),
+            "{gone}"
+        );
+        assert!(gone.contains("now gone</title>"), "{gone}");
+        assert!(!gone.contains("class=\"last\""), "{gone}");
+        assert!(
+            gone.contains("last <span class=\"spark-last\">gone</span>"),
+            "{gone}"
+        );
+        // Nothing with a value kept: a word, no SVG.
+        for nothing in [vec![], points(&[(60, None)])] {
+            let html = sparkline("n", &nothing, now(), None).into_string();
+            assert_eq!(
+                html,
+                "<span class=\"spark none\" title=\"n\">no values kept</span>"
+            );
+        }
+        // Text from a page is escaped.
+        let hostile = "<script>alert(1)</script>\" onload=\"x";
+        let html = sparkline(hostile, &points(&[(60, Some(1.0))]), now(), None).into_string();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(
+            html.contains(
+                "<title>&lt;script&gt;alert(1)&lt;/script&gt;&quot; onload=&quot;x: 1 value"
+            ),
+            "{html}"
+        );
+    }
 }

@@ -12,8 +12,13 @@
 //!
 //! - **Bounded.** The tree shows at most [`MAX_TREE_NODES`] nodes (in
 //!   document order); where nodes are left out, an "N more" note says how
-//!   many. The rendered tree is kept with the snapshot's clip data, so it
-//!   is built once per snapshot, not per view.
+//!   many. It draws the values over time (see `crate::store`'s series) of
+//!   at most [`MAX_SPARKLINES`] of the numbers it shows, a change view of
+//!   at most [`MAX_CHANGE_SPARKLINES`], each from the newest points of
+//!   its series, thinned (see [`super::chart`]). The rendered tree is kept
+//!   with the snapshot's clip data, so it is built once per snapshot, not
+//!   per view; that is right for its series too, which gain points only
+//!   with a new snapshot (in the same transaction).
 //! - **Works without JavaScript.** Every snippet is visible text in a
 //!   `<pre>`; the copy buttons are a convenience from `/status.js`, a
 //!   served script (the pages' `Content-Security-Policy` allows scripts
@@ -28,6 +33,14 @@
 //! - A change view shows every change of the same check (the changes
 //!   stored with one snapshot), the one asked for marked: an update of one
 //!   cell makes sense next to its row, and a check's changes together.
+//!   A changed number with a series shows its sparkline, a ring on the
+//!   value this check brought.
+//! - A number with a series shows its sparkline beside its value in the
+//!   tree, and its chart (with links to its points in the series API) in
+//!   the node's body on expanding it; the tree opens on load down to
+//!   every number it draws, so the sparklines show without a click. The
+//!   charts end at the time of the data shown, not at "now": the page is
+//!   kept for the snapshot's life.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -215,13 +228,18 @@ pub(crate) struct TreeSeries {
     pub with_series: usize,
 }
 
-/// The series of `numbers` (ids, in document order) that the tree draws.
-fn tree_series(store: &Store, watch: &str, numbers: &[String]) -> Result<TreeSeries, StoreError> {
-    let heads: HashSet<String> = store
+/// The ids of the nodes `watch` has a series of.
+fn series_nodes(store: &Store, watch: &str) -> Result<HashSet<String>, StoreError> {
+    Ok(store
         .series_heads(watch)?
         .into_iter()
         .map(|h| h.node)
-        .collect();
+        .collect())
+}
+
+/// The series of `numbers` (ids, in document order) that the tree draws.
+fn tree_series(store: &Store, watch: &str, numbers: &[String]) -> Result<TreeSeries, StoreError> {
+    let heads = series_nodes(store, watch)?;
     let mut out = TreeSeries::default();
     for node in numbers.iter().filter(|n| heads.contains(*n)) {
         out.with_series += 1;
@@ -240,6 +258,8 @@ fn tree_series(store: &Store, watch: &str, numbers: &[String]) -> Result<TreeSer
 /// What the tree has shown so far, and what it draws with.
 struct TreeState<'a> {
     shown: usize,
+    /// Nodes drawn with their values over time so far.
+    drawn: usize,
     /// The watch id, percent-encoded.
     watch: &'a str,
     /// The series to draw, by node id.
@@ -264,6 +284,7 @@ pub(crate) fn tree_page(
     let total = page.size() - 1;
     let mut state = TreeState {
         shown: 0,
+        drawn: 0,
         watch: &id,
         series: &series.drawn,
         path: Vec::new(),
@@ -336,7 +357,8 @@ fn children<'a>(
 }
 
 /// One node: its summary line (with its sparkline, when its number has
-/// a series drawn), its id, snippets and chart, its children.
+/// a series drawn), its id, snippets and chart, its children. It is open
+/// on load at the first levels and where it holds a number drawn.
 fn node<'a>(
     state: &mut TreeState<'a>,
     n: &'a HNode,
@@ -363,13 +385,17 @@ fn node<'a>(
         };
         values_of(state.watch, &n.xpath, &label, d, state.end)
     });
+    state.drawn += usize::from(drawn.is_some());
+    let drawn_before = state.drawn;
     let kids = (!n.children.is_empty()).then(|| children(state, &n.children, Some(n), depth + 1));
     if ident.is_some() {
         state.path.pop();
     }
+    // Open down to every number drawn, so its sparkline shows on load.
+    let open = depth < OPEN_DEPTH || state.drawn > drawn_before;
     html! {
         li data-xpath=(n.xpath) {
-            details.node open[depth < OPEN_DEPTH] {
+            details.node open[open] {
                 summary {
                     span.kind { (n.kind.name()) } " "
                     @if let Some(i) = ident { strong { (truncate(i, SUMMARY_CHARS)) } " " }
@@ -572,11 +598,7 @@ fn change_series(
     watch: &str,
     group: &[EventRecord],
 ) -> Result<HashMap<String, Vec<Point>>, StoreError> {
-    let heads: HashSet<String> = store
-        .series_heads(watch)?
-        .into_iter()
-        .map(|h| h.node)
-        .collect();
+    let heads = series_nodes(store, watch)?;
     let mut out = HashMap::new();
     for e in group {
         if out.len() >= MAX_CHANGE_SPARKLINES {
@@ -857,6 +879,116 @@ mod tests {
         assert_eq!(html.matches("<li data-xpath").count(), MAX_TREE_NODES);
         assert!(html.contains("more nodes not shown"), "capped");
         assert!(html.contains(&format!("showing the first {MAX_TREE_NODES} of")));
+        // The numbers the tree may draw are those it shows.
+        let numbers = numbers_shown(&h);
+        assert!(numbers.len() > 100, "{}", numbers.len());
+        for id in &numbers {
+            assert!(html.contains(&format!("data-xpath=\"{id}\"")), "{id}");
+        }
+        let last = format!("row[@key='k{}']", MAX_TREE_NODES - 1);
+        assert!(!numbers.iter().any(|n| n.contains(&last)));
+    }
+
+    const GAZP_LAST: &str = "/page/table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']";
+
+    /// 2023-11-14T22:13:20Z.
+    fn t0() -> SystemTime {
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)
+    }
+
+    /// GAZP's last price as it changed twice: 3 points, a minute apart.
+    fn gazp_points() -> Vec<Point> {
+        [(0, 251.3), (60, 268.4), (120, 305.4)]
+            .into_iter()
+            .map(|(secs, v)| Point {
+                at: t0() + std::time::Duration::from_secs(secs),
+                value: Some(v),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_number_with_a_series_has_a_sparkline_and_a_chart_in_the_tree() {
+        let h = Hierarchy::from_html(PAGE, None);
+        let mut series = TreeSeries::default();
+        series.drawn.insert(
+            GAZP_LAST.to_owned(),
+            Drawn {
+                spark: gazp_points(),
+                chart: gazp_points(),
+            },
+        );
+        series.with_series = 1;
+        let taken = t0() + std::time::Duration::from_secs(180);
+        let html = tree_page("q", "Quotes", &h, taken, &series);
+        let li = html
+            .split(&format!("<li data-xpath=\"{GAZP_LAST}\">"))
+            .nth(1)
+            .expect("the GAZP Last node");
+        let li = &li[..li.find("</li>").expect("closed")];
+        // The sparkline, in the summary beside the number.
+        let summary = &li[..li.find("</summary>").expect("a summary")];
+        assert!(summary.contains("num 251.3"), "{summary}");
+        assert!(
+            summary.contains("data-points=\"3\" data-values=\"3\""),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "<title>Shares / GAZP / Last: 3 values, from 251.3 to 305.4, last 305.4</title>"
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("last <span class=\"spark-last\">305.4</span>"),
+            "{summary}"
+        );
+        // The chart, in the node's body, with links to the points.
+        assert!(
+            li.contains("<figure class=\"chart series-chart\"><svg"),
+            "{li}"
+        );
+        assert!(
+            li.contains("aria-label=\"value history: 3 values, from 251.3 to 305.4\""),
+            "{li}"
+        );
+        let encoded = seg(GAZP_LAST);
+        assert!(
+            li.contains(&format!(
+                "href=\"/api/watches/q/series?xpath={encoded}\">JSON</a>"
+            )),
+            "{li}"
+        );
+        assert!(
+            li.contains(&format!(
+                "href=\"/api/watches/q/series?xpath={encoded}&amp;format=csv\">CSV</a>"
+            )),
+            "{li}"
+        );
+        // The tree opens down to it, not further, and not elsewhere.
+        let opens = |id: &str, open: bool| {
+            let tag = if open {
+                "<details class=\"node\" open>"
+            } else {
+                "<details class=\"node\">"
+            };
+            html.contains(&format!("<li data-xpath=\"{id}\">{tag}"))
+        };
+        assert!(opens("/page/table[@label='Shares']/row[@key='GAZP']", true));
+        assert!(opens(GAZP_LAST, false));
+        assert!(opens(
+            "/page/table[@label='Shares']/row[@key='SBER']",
+            false
+        ));
+        // Only that node is drawn.
+        assert_eq!(html.matches("<svg class=\"spark\"").count(), 1);
+        assert_eq!(html.matches("<figure").count(), 1);
+        assert!(html.contains(" · 1 number with values over time"), "{html}");
+        assert!(!html.contains(" drawn)"));
+        // A tree with more numbers with series than it draws says so.
+        series.with_series = 250;
+        let html = tree_page("q", "Quotes", &h, taken, &series);
+        assert!(html.contains(" · 250 numbers with values over time (the first 1 drawn)"));
     }
 
     #[test]
@@ -886,6 +1018,45 @@ mod tests {
             html.contains("class=\"change current\" id=\"change-7\""),
             "{html}"
         );
+        assert!(!html.contains("<svg"), "no series, no sparkline");
+    }
+
+    #[test]
+    fn a_change_view_shows_the_changed_number_s_series_with_this_change_marked() {
+        let old = Hierarchy::from_html(PAGE, None);
+        let new = Hierarchy::from_html(&PAGE.replace("251,30", "268,40"), None);
+        let changes = crate::diff::diff(&old, &new);
+        let event = Event::Change(changes[0].clone());
+        // The series is found by the changed node's id.
+        assert_eq!(series_node(&event, |id| id == GAZP_LAST), Some(GAZP_LAST));
+        assert_eq!(series_node(&event, |_| false), None);
+        let mut d = detail(7, &event, Some(&old), Some(&new));
+        d.series = Some(gazp_points());
+        let at = t0() + std::time::Duration::from_secs(60);
+        let now = t0() + std::time::Duration::from_secs(600);
+        let html = change_page("q", "Quotes", 7, at, &[d], now);
+        assert!(
+            html.contains("data-points=\"3\" data-values=\"3\""),
+            "{html}"
+        );
+        assert!(
+            html.contains(": 3 values, from 251.3 to 305.4, last 305.4</title>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<circle class=\"mark\"").count(), 1, "{html}");
+        assert!(html.contains(&format!(
+            "href=\"/api/watches/q/series?xpath={}\"",
+            seg(GAZP_LAST)
+        )));
+        assert_eq!(xpath_nodes(&html, "//li[@id='change-7']//svg"), 1);
+    }
+
+    fn xpath_nodes(html: &str, xpath: &str) -> usize {
+        let doc = libxml::parser::Parser::default_html()
+            .parse_string(html)
+            .unwrap();
+        let context = libxml::xpath::Context::new(&doc).unwrap();
+        context.evaluate(xpath).unwrap().get_nodes_as_vec().len()
     }
 
     #[test]

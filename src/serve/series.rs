@@ -200,7 +200,8 @@ fn labelled(ev: Option<&Evaluator<'_>>, heads: Vec<SeriesHead>) -> Vec<Found> {
 
 /// The series a watch's status page lists: at most `max` of them, those
 /// of nodes still on the page first (each group in the order of their
-/// ids), labelled from the current version; and how many there are.
+/// ids), labelled from the current version (unlabelled when it does not
+/// read); and how many there are.
 pub(super) fn for_page(
     store: &Store,
     watch: &str,
@@ -210,10 +211,15 @@ pub(super) fn for_page(
     let total = heads.len();
     heads.sort_by_key(|h| h.value.is_none());
     heads.truncate(max);
+    // Labels are a help: a version that does not read leaves them out
+    // rather than the page.
     let current = if heads.is_empty() {
         None
     } else {
-        store.current_hierarchy(watch)?
+        store.current_hierarchy(watch).unwrap_or_else(|error| {
+            tracing::warn!(watch, error = %crate::ErrorChain(&error), "cannot label the series from the current version");
+            None
+        })
     };
     let ev = current.as_ref().map(|c| Evaluator::new(&c.hierarchy));
     Ok((labelled(ev.as_ref(), heads), total))

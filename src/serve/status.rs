@@ -20,6 +20,7 @@ use super::error::{Error, Form, require};
 use super::gather::{gather, ids, row};
 use super::series::{downsample, for_page};
 use super::view::{ChangeView, ClipView, SeriesView, ThresholdView, WatchPage, WatchRow};
+use crate::config::Watch;
 use crate::monitor::threshold::Bounds;
 use crate::store::{LAYOUT, Store, StoreError};
 
@@ -87,33 +88,21 @@ fn html_error(mut e: Error) -> Error {
     e
 }
 
-/// `GET /status/{watch}`.
-pub(crate) async fn watch(
-    State(server): State<Arc<Server>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Error> {
-    require(&server, &headers, Need::Read, Form::Html)?;
-    let g = gather(&server).await.map_err(html_error)?;
-    let watches = server.watches();
-    let watch = watches.get(&id).cloned();
-    if watch.is_none() && !g.states.contains_key(&id) {
-        return Err(Error::not_found(format!("no watch `{id}`"), Form::Html));
-    }
-    let row = row(&server, &g, &id);
-
+/// The named clips of `watch` (id `id`), each rendered by its HTML
+/// stylesheet or with why not.
+async fn clip_views(server: &Arc<Server>, id: &str, watch: &Watch) -> Vec<ClipView> {
     let mut clips = Vec::new();
-    for (name, c) in watch.iter().flat_map(|w| w.clips.iter()) {
+    for (name, c) in &watch.clips {
         let key = ClipKey {
-            watch: id.clone(),
+            watch: id.to_owned(),
             clip: Some(name.clone()),
         };
-        let (html, error) = match clip_data(&server, &key, Form::Html).await {
+        let (html, error) = match clip_data(server, &key, Form::Html).await {
             Ok(data) if data.count == 0 => (
                 None,
                 Some("selects nothing in the current snapshot".to_owned()),
             ),
-            Ok(data) => match html_of(&server, &key, &data, Vec::new()).await {
+            Ok(data) => match html_of(server, &key, &data, Vec::new()).await {
                 Ok(h) => (Some(h.to_string()), None),
                 Err(e) => {
                     tracing::error!(watch = %id, clip = %name, error = %crate::ErrorChain(&e), "cannot render a clip");
@@ -133,6 +122,28 @@ pub(crate) async fn watch(
             error,
         });
     }
+    clips
+}
+
+/// `GET /status/{watch}`.
+pub(crate) async fn watch(
+    State(server): State<Arc<Server>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Error> {
+    require(&server, &headers, Need::Read, Form::Html)?;
+    let g = gather(&server).await.map_err(html_error)?;
+    let watches = server.watches();
+    let watch = watches.get(&id).cloned();
+    if watch.is_none() && !g.states.contains_key(&id) {
+        return Err(Error::not_found(format!("no watch `{id}`"), Form::Html));
+    }
+    let row = row(&server, &g, &id);
+
+    let clips = match &watch {
+        Some(w) => clip_views(&server, &id, w).await,
+        None => Vec::new(),
+    };
 
     let w = id.clone();
     let names: Vec<String> = watch
