@@ -485,9 +485,9 @@ pub(crate) struct ChangeDetail {
     pub xpaths: (Option<String>, Option<String>),
     /// The table row around the change, when it is in a table.
     pub row: Option<RowSides>,
-    /// The changed node's series (its newest points, thinned for a
-    /// sparkline), when its number has one.
-    pub series: Option<Vec<Point>>,
+    /// The changed node whose number has a series (its id), with the
+    /// series' newest points thinned for a sparkline.
+    pub series: Option<(String, Vec<Point>)>,
 }
 
 /// `GET /status/{watch}/changes/{id}`.
@@ -561,7 +561,7 @@ pub(crate) async fn change(
         .map(|e| {
             let mut d = detail(e.id, &e.event, old.as_ref(), new.as_ref());
             d.series = series_node(&e.event, |id| series.contains_key(id))
-                .and_then(|node| series.get(node).cloned());
+                .and_then(|node| Some((node.to_owned(), series.get(node)?.clone())));
             d
         })
         .collect();
@@ -750,11 +750,6 @@ fn change_block(
     at: SystemTime,
     now: SystemTime,
 ) -> Markup {
-    let node = c.xpaths.1.as_ref().or(c.xpaths.0.as_ref());
-    let label = match node {
-        Some(node) if c.context.is_empty() => node.as_str(),
-        _ => c.context.as_str(),
-    };
     html! {
         li.change.current[c.id == wanted] id={ "change-" (c.id) } {
             p {
@@ -783,13 +778,12 @@ fn change_block(
                     }
                 }
             }
-            @if let Some(points) = &c.series {
+            @if let Some((node, points)) = &c.series {
+                @let label = if c.context.is_empty() { node } else { &c.context };
                 p.series {
                     "Its values over time: " (sparkline(label, points, now, Some(at)))
-                    @if let Some(node) = node {
-                        " " a href=(series_href(watch, Some(node), None)) { "JSON" }
-                        " · " a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
-                    }
+                    " " a href=(series_href(watch, Some(node), None)) { "JSON" }
+                    " · " a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
                 }
             }
             p.muted {
@@ -1031,7 +1025,7 @@ mod tests {
         assert_eq!(series_node(&event, |id| id == GAZP_LAST), Some(GAZP_LAST));
         assert_eq!(series_node(&event, |_| false), None);
         let mut d = detail(7, &event, Some(&old), Some(&new));
-        d.series = Some(gazp_points());
+        d.series = Some((GAZP_LAST.to_owned(), gazp_points()));
         let at = t0() + std::time::Duration::from_secs(60);
         let now = t0() + std::time::Duration::from_secs(600);
         let html = change_page("q", "Quotes", 7, at, &[d], now);
