@@ -65,7 +65,7 @@ pub fn selected(ev: &Evaluator<'_>, xpath: &str) -> Vec<Hit> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests fail loudly")]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 mod tests {
     use super::*;
     use crate::hierarchy::Hierarchy;

@@ -14,8 +14,13 @@
 //!
 //! - **Bounded.** The tree shows at most [`MAX_TREE_NODES`] nodes (in
 //!   document order); where nodes are left out, an "N more" note says how
-//!   many. The rendered tree is kept with the snapshot's clip data, so it
-//!   is built once per snapshot, not per view.
+//!   many. It draws the values over time (see `crate::store`'s series) of
+//!   at most [`MAX_SPARKLINES`] of the numbers it shows, a change view of
+//!   at most [`MAX_CHANGE_SPARKLINES`], each from the newest points of
+//!   its series, thinned (see [`super::chart`]). The rendered tree is kept
+//!   with the snapshot's clip data, so it is built once per snapshot, not
+//!   per view; that is right for its series too, which gain points only
+//!   with a new snapshot (in the same transaction).
 //! - **Works without JavaScript.** Every snippet is visible text in a
 //!   `<pre>`; the copy buttons are a convenience from `/status.js`, a
 //!   served script (the pages' `Content-Security-Policy` allows scripts
@@ -30,11 +35,19 @@
 //! - A change view shows every change of the same check (the changes
 //!   stored with one snapshot), the one asked for marked: an update of one
 //!   cell makes sense next to its row, and a check's changes together.
+//!   A changed number with a series shows its sparkline, a ring on the
+//!   value this check brought.
 //! - A check's change view is also found by the check's time
 //!   (`/changes/at/{ms}`), which every event of the check is stored at:
 //!   alerts link there, since they are queued in the same transaction that
 //!   gives the events their ids (`notify/links.rs` says why). That view
 //!   shows the check's data changes and its layout event, none marked.
+//! - A number with a series shows its sparkline beside its value in the
+//!   tree, and its chart (with links to its points in the series API) in
+//!   the node's body on expanding it; the tree opens on load down to
+//!   every number it draws, so the sparklines show without a click. The
+//!   charts end at the time of the data shown, not at "now": the page is
+//!   kept for the snapshot's life.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -46,15 +59,19 @@ use maud::{Markup, html};
 
 use super::Server;
 use super::auth::Need;
+use super::chart::{CHART_POINTS, READ_POINTS, SPARK_POINTS, Series, chart, sparkline};
 use super::clip::ClipKey;
 use super::clips::clip_data;
 use super::error::{Error, Form, require};
-use super::pages::{self, NONE, layout, plural, seg, time, truncate};
+use super::format::plural;
+use super::pages::{self, NONE, layout, seg, series_href, time, truncate};
+use super::series::downsample;
 use crate::config::starter;
 use crate::diff::Change;
 use crate::hierarchy::{HNode, Hierarchy, Kind};
-use crate::store::{Event, EventRecord, time};
+use crate::store::{Event, EventRecord, Point, Store, StoreError, time};
 use chrono::SecondsFormat;
+use std::collections::{HashMap, HashSet};
 
 /// Nodes shown in a tree, at most.
 pub(crate) const MAX_TREE_NODES: usize = 1500;
@@ -67,6 +84,12 @@ const SUMMARY_CHARS: usize = 80;
 
 /// Change events read to find one and the others of its check.
 const EVENTS: usize = 2000;
+
+/// Sparklines on a tree page, at most (each node's also has a chart).
+pub(crate) const MAX_SPARKLINES: usize = 200;
+
+/// Sparklines on a change view, at most.
+const MAX_CHANGE_SPARKLINES: usize = 50;
 
 /// The cache key of a snapshot's rendered tree among its clip data's renders.
 const TREE_VARIANT: &str = "status-tree";
@@ -146,29 +169,136 @@ pub(crate) async fn tree(
         .and_then(|w| w.title.clone())
         .unwrap_or_else(|| id.clone());
     let taken = data.last_modified;
-    let watch = id.clone();
-    let body = tokio::task::spawn_blocking(move || {
-        crate::hierarchy::read::read(&xml).map(|h| tree_page(&watch, &title, &h, taken))
+    let (page, numbers) = tokio::task::spawn_blocking(move || {
+        crate::hierarchy::read::read(&xml).map(|h| {
+            let numbers = numbers_shown(&h);
+            (h, numbers)
+        })
     })
     .await
     .map_err(|e| Error::internal(&e, Form::Html))?
     .map_err(|e| Error::internal(&e, Form::Html))?;
+    let w = id.clone();
+    let series = server
+        .stores
+        .run(move |s| tree_series(s, &w, &numbers))
+        .await
+        .map_err(|e| Error::internal(&e, Form::Html))?;
+    let watch = id.clone();
+    let body =
+        tokio::task::spawn_blocking(move || tree_page(&watch, &title, &page, taken, &series))
+            .await
+            .map_err(|e| Error::internal(&e, Form::Html))?;
     let body: Arc<str> = body.into();
     data.keep(TREE_VARIANT.to_owned(), Arc::clone(&body));
     Ok(super::status::html(body.to_string()))
 }
 
-/// What the tree has shown so far.
-struct TreeState {
-    shown: usize,
+/// The ids of the nodes with a number among those the tree shows (the
+/// first [`MAX_TREE_NODES`] in document order), in document order.
+fn numbers_shown(page: &Hierarchy) -> Vec<String> {
+    fn walk(nodes: &[HNode], seen: &mut usize, out: &mut Vec<String>) {
+        for n in nodes {
+            if *seen >= MAX_TREE_NODES {
+                return;
+            }
+            *seen += 1;
+            if n.num.is_some() {
+                out.push(n.xpath.clone());
+            }
+            walk(&n.children, seen, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&page.children, &mut 0, &mut out);
+    out
 }
 
-/// The tree page of a watch's hierarchy `page`, taken at `taken`.
-pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: SystemTime) -> String {
+/// A node's series as the tree draws it: thinned for its sparkline and
+/// for its chart.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Drawn {
+    /// At most [`SPARK_POINTS`] points, oldest first.
+    pub spark: Vec<Point>,
+    /// At most [`CHART_POINTS`] points, oldest first.
+    pub chart: Vec<Point>,
+}
+
+/// The series the tree draws: of the numbers it shows that have one, the
+/// first [`MAX_SPARKLINES`] (in document order).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TreeSeries {
+    /// The series drawn, by node id.
+    pub drawn: HashMap<String, Drawn>,
+    /// How many of the numbers shown have a series (more than `drawn`
+    /// holds when the tree stops drawing them).
+    pub with_series: usize,
+}
+
+/// The ids of the nodes `watch` has a series of.
+fn series_nodes(store: &Store, watch: &str) -> Result<HashSet<String>, StoreError> {
+    Ok(store
+        .series_heads(watch)?
+        .into_iter()
+        .map(|h| h.node)
+        .collect())
+}
+
+/// The series of `numbers` (ids, in document order) that the tree draws.
+fn tree_series(store: &Store, watch: &str, numbers: &[String]) -> Result<TreeSeries, StoreError> {
+    let heads = series_nodes(store, watch)?;
+    let mut out = TreeSeries::default();
+    for node in numbers.iter().filter(|n| heads.contains(*n)) {
+        out.with_series += 1;
+        if out.drawn.len() < MAX_SPARKLINES {
+            let points = store.series_latest(watch, node, READ_POINTS)?;
+            let drawn = Drawn {
+                spark: downsample(points.clone(), SPARK_POINTS).0,
+                chart: downsample(points, CHART_POINTS).0,
+            };
+            out.drawn.insert(node.clone(), drawn);
+        }
+    }
+    Ok(out)
+}
+
+/// What the tree has shown so far, and what it draws with.
+struct TreeState<'a> {
+    shown: usize,
+    /// Nodes drawn with their values over time so far.
+    drawn: usize,
+    /// The watch id, percent-encoded.
+    watch: &'a str,
+    /// The series to draw, by node id.
+    series: &'a HashMap<String, Drawn>,
+    /// The labels (`label`, `key`, `col`) from the root down to the node
+    /// being shown: a drawn node's name.
+    path: Vec<&'a str>,
+    /// Where the series' charts end: the time of the data shown.
+    end: SystemTime,
+}
+
+/// The tree page of a watch's hierarchy `page`, taken at `taken`, with
+/// the values over time of `series`.
+pub(crate) fn tree_page(
+    watch: &str,
+    title: &str,
+    page: &Hierarchy,
+    taken: SystemTime,
+    series: &TreeSeries,
+) -> String {
     let id = seg(watch);
     let total = page.size() - 1;
-    let mut state = TreeState { shown: 0 };
+    let mut state = TreeState {
+        shown: 0,
+        drawn: 0,
+        watch: &id,
+        series: &series.drawn,
+        path: Vec::new(),
+        end: taken,
+    };
     let tree = children(&mut state, &page.children, None, 0);
+    let drawn = series.drawn.len();
     let body = html! {
         nav.crumbs {
             a href="/status" { "semclip status" } " / "
@@ -182,6 +312,12 @@ pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: Syste
             @if total > state.shown {
                 " · showing the first " (state.shown) " of " (total)
                 " (the rest are counted where they start)"
+            }
+            @if series.with_series > 0 {
+                " · " (plural(series.with_series, "number", "numbers")) " with values over time"
+                @if series.with_series > drawn {
+                    " (the first " (drawn) " drawn)"
+                }
             }
         }
         p {
@@ -202,10 +338,10 @@ pub(crate) fn tree_page(watch: &str, title: &str, page: &Hierarchy, taken: Syste
 }
 
 /// A list of sibling nodes, within the budget; the rest as "N more".
-fn children(
-    state: &mut TreeState,
-    nodes: &[HNode],
-    parent: Option<&HNode>,
+fn children<'a>(
+    state: &mut TreeState<'a>,
+    nodes: &'a [HNode],
+    parent: Option<&'a HNode>,
     depth: usize,
 ) -> Markup {
     let mut items = Vec::new();
@@ -227,8 +363,15 @@ fn children(
     }
 }
 
-/// One node: its summary line, its id and snippets, its children.
-fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) -> Markup {
+/// One node: its summary line (with its sparkline, when its number has
+/// a series drawn), its id, snippets and chart, its children. It is open
+/// on load at the first levels and where it holds a number drawn.
+fn node<'a>(
+    state: &mut TreeState<'a>,
+    n: &'a HNode,
+    parent: Option<&'a HNode>,
+    depth: usize,
+) -> Markup {
     state.shown += 1;
     let k = state.shown;
     let name = starter::node_name(n, parent);
@@ -238,15 +381,34 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
         .as_deref()
         .map(|num| starter::threshold_snippet(&name, &n.xpath, num));
     let ident = n.ident().map(|(_, v)| v);
+    state.path.extend(ident);
+    let series = state.series;
+    let drawn = n.num.as_ref().and_then(|_| series.get(&n.xpath));
+    let values = drawn.map(|d| {
+        let label = if state.path.is_empty() {
+            n.xpath.clone()
+        } else {
+            state.path.join(" / ")
+        };
+        values_of(state.watch, &n.xpath, &label, d, state.end)
+    });
+    state.drawn += usize::from(drawn.is_some());
+    let drawn_before = state.drawn;
     let kids = (!n.children.is_empty()).then(|| children(state, &n.children, Some(n), depth + 1));
+    if ident.is_some() {
+        state.path.pop();
+    }
+    // Open down to every number drawn, so its sparkline shows on load.
+    let open = depth < OPEN_DEPTH || state.drawn > drawn_before;
     html! {
         li data-xpath=(n.xpath) {
-            details.node open[depth < OPEN_DEPTH] {
+            details.node open[open] {
                 summary {
                     span.kind { (n.kind.name()) } " "
                     @if let Some(i) = ident { strong { (truncate(i, SUMMARY_CHARS)) } " " }
                     @if let Some(t) = &n.text { span.val { (truncate(t, SUMMARY_CHARS)) } }
                     @if let Some(num) = &n.num { " " span.kind { "num " (num) } }
+                    @if let Some((spark, _)) = &values { " " (spark) }
                     @if !n.children.is_empty() {
                         " " span.kind { "(" (plural(n.size() - 1, "node", "nodes")) ")" }
                     }
@@ -266,11 +428,34 @@ fn node(state: &mut TreeState, n: &HNode, parent: Option<&HNode>, depth: usize) 
                             pre.snippet.threshold-snippet id={ "threshold-" (k) } { (t) }
                         }
                     }
+                    @if let Some((_, chart)) = &values { (chart) }
                 }
                 @if let Some(kids) = kids { (kids) }
             }
         }
     }
+}
+
+/// A drawn node's sparkline and its chart with links to its points.
+fn values_of(
+    watch: &str,
+    node: &str,
+    label: &str,
+    drawn: &Drawn,
+    end: SystemTime,
+) -> (Markup, Markup) {
+    let spark = sparkline(label, &drawn.spark, end, None);
+    let chart = html! {
+        figure.chart.series-chart {
+            (chart(Series::Steps { points: &drawn.chart, end }, &[]))
+            figcaption {
+                (label) ": values over time, as "
+                a href=(series_href(watch, Some(node), None)) { "JSON" } " or "
+                a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
+            }
+        }
+    };
+    (spark, chart)
 }
 
 // ---------------------------------------------------------------- changes
@@ -307,6 +492,9 @@ pub(crate) struct ChangeDetail {
     pub xpaths: (Option<String>, Option<String>),
     /// The table row around the change, when it is in a table.
     pub row: Option<RowSides>,
+    /// The changed node whose number has a series (its id), with the
+    /// series' newest points thinned for a sparkline.
+    pub series: Option<(String, Vec<Point>)>,
 }
 
 /// Which change view a request asks for.
@@ -437,6 +625,7 @@ async fn change_view(
                     old = s.snapshot(before)?.map(|s| s.xml);
                 }
             }
+            let series = change_series(s, &w, &group)?;
             let read = |xml: Option<String>| {
                 xml.and_then(|x| match crate::hierarchy::read::read(&x) {
                     Ok(h) => Some(h),
@@ -446,17 +635,22 @@ async fn change_view(
                     }
                 })
             };
-            Ok(Some((group, read(old), read(new))))
+            Ok(Some((group, read(old), read(new), series)))
         })
         .await
         .map_err(|e| Error::internal(&e, Form::Html))?;
-    let Some((group, old, new)) = found else {
+    let Some((group, old, new, series)) = found else {
         return Err(missing());
     };
     let at = group.first().map_or(SystemTime::UNIX_EPOCH, |e| e.at);
     let details: Vec<ChangeDetail> = group
         .iter()
-        .map(|e| detail(e.id, &e.event, old.as_ref(), new.as_ref()))
+        .map(|e| {
+            let mut d = detail(e.id, &e.event, old.as_ref(), new.as_ref());
+            d.series = series_node(&e.event, |id| series.contains_key(id))
+                .and_then(|node| Some((node.to_owned(), series.get(node)?.clone())));
+            d
+        })
         .collect();
     let title = server
         .watches()
@@ -471,6 +665,40 @@ async fn change_view(
         &details,
         SystemTime::now(),
     )))
+}
+
+/// The node of a change that has a series (`has` says which do): its
+/// new node's, else its old node's.
+fn series_node(event: &Event, has: impl Fn(&str) -> bool) -> Option<&str> {
+    let change = event.change()?;
+    [&change.new_xpath, &change.old_xpath]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .find(|id| has(id))
+}
+
+/// The series of the changed nodes of `group` (at most
+/// [`MAX_CHANGE_SPARKLINES`]), by node id, thinned for a sparkline.
+fn change_series(
+    store: &Store,
+    watch: &str,
+    group: &[EventRecord],
+) -> Result<HashMap<String, Vec<Point>>, StoreError> {
+    let heads = series_nodes(store, watch)?;
+    let mut out = HashMap::new();
+    for e in group {
+        if out.len() >= MAX_CHANGE_SPARKLINES {
+            break;
+        }
+        if let Some(node) = series_node(&e.event, |id| heads.contains(id))
+            && !out.contains_key(node)
+        {
+            let points = store.series_latest(watch, node, READ_POINTS)?;
+            out.insert(node.to_owned(), downsample(points, SPARK_POINTS).0);
+        }
+    }
+    Ok(out)
 }
 
 /// A node by its `xpath` id, with its parent.
@@ -565,6 +793,7 @@ fn detail(
         new: s(|c| &c.new),
         xpaths: (old_xpath, new_xpath),
         row,
+        series: None,
     }
 }
 
@@ -593,13 +822,21 @@ pub(crate) fn change_page(
         p.muted { "Found " (time(Some(at), now)) ". "
             a href={ "/status/" (id) "#changes" } { "All recent changes" } }
         ol.changes #change-list {
-            @for c in changes { (change_block(&id, wanted, c)) }
+            @for c in changes { (change_block(&id, wanted, c, at, now)) }
         }
     };
     layout(&format!("{title}: {name} — semclip"), false, None, body)
 }
 
-fn change_block(watch: &str, wanted: Option<i64>, c: &ChangeDetail) -> Markup {
+/// One change of the check (found at `at`), with the sparkline of its
+/// node's values up to `now`, the point of this check marked.
+fn change_block(
+    watch: &str,
+    wanted: Option<i64>,
+    c: &ChangeDetail,
+    at: SystemTime,
+    now: SystemTime,
+) -> Markup {
     let current = wanted == Some(c.id);
     html! {
         li.change.current[current] id={ "change-" (c.id) } {
@@ -627,6 +864,14 @@ fn change_block(watch: &str, wanted: Option<i64>, c: &ChangeDetail) -> Markup {
                             }
                         }
                     }
+                }
+            }
+            @if let Some((node, points)) = &c.series {
+                @let label = if c.context.is_empty() { node } else { &c.context };
+                p.series {
+                    "Its values over time: " (sparkline(label, points, now, Some(at)))
+                    " " a href=(series_href(watch, Some(node), None)) { "JSON" }
+                    " · " a href=(series_href(watch, Some(node), Some("csv"))) { "CSV" }
                 }
             }
             p.muted {
@@ -687,7 +932,13 @@ mod tests {
     #[test]
     fn the_tree_shows_ids_and_snippets_and_caps_huge_pages() {
         let h = Hierarchy::from_html(PAGE, None);
-        let html = tree_page("q", "Quotes", &h, SystemTime::UNIX_EPOCH);
+        let html = tree_page(
+            "q",
+            "Quotes",
+            &h,
+            SystemTime::UNIX_EPOCH,
+            &TreeSeries::default(),
+        );
         assert!(html.contains("data-xpath=\"/page/table[@label='Shares']/row[@key='GAZP']\""));
         assert!(html.contains("<pre class=\"snippet clip-snippet\""));
         assert!(html.contains("class=\"snippet threshold-snippet\""));
@@ -700,10 +951,126 @@ mod tests {
             .collect();
         let big = format!("<table><tr><th>K<th>V</tr>{rows}</table>");
         let h = Hierarchy::from_html(&big, None);
-        let html = tree_page("q", "Big", &h, SystemTime::UNIX_EPOCH);
+        let html = tree_page(
+            "q",
+            "Big",
+            &h,
+            SystemTime::UNIX_EPOCH,
+            &TreeSeries::default(),
+        );
         assert_eq!(html.matches("<li data-xpath").count(), MAX_TREE_NODES);
         assert!(html.contains("more nodes not shown"), "capped");
         assert!(html.contains(&format!("showing the first {MAX_TREE_NODES} of")));
+        // The numbers the tree may draw are those it shows.
+        let numbers = numbers_shown(&h);
+        assert!(numbers.len() > 100, "{}", numbers.len());
+        for id in &numbers {
+            assert!(html.contains(&format!("data-xpath=\"{id}\"")), "{id}");
+        }
+        let last = format!("row[@key='k{}']", MAX_TREE_NODES - 1);
+        assert!(!numbers.iter().any(|n| n.contains(&last)));
+    }
+
+    const GAZP_LAST: &str = "/page/table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']";
+
+    /// 2023-11-14T22:13:20Z.
+    fn t0() -> SystemTime {
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)
+    }
+
+    /// GAZP's last price as it changed twice: 3 points, a minute apart.
+    fn gazp_points() -> Vec<Point> {
+        [(0, 251.3), (60, 268.4), (120, 305.4)]
+            .into_iter()
+            .map(|(secs, v)| Point {
+                at: t0() + std::time::Duration::from_secs(secs),
+                value: Some(v),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_number_with_a_series_has_a_sparkline_and_a_chart_in_the_tree() {
+        let h = Hierarchy::from_html(PAGE, None);
+        let mut series = TreeSeries::default();
+        series.drawn.insert(
+            GAZP_LAST.to_owned(),
+            Drawn {
+                spark: gazp_points(),
+                chart: gazp_points(),
+            },
+        );
+        series.with_series = 1;
+        let taken = t0() + std::time::Duration::from_secs(180);
+        let html = tree_page("q", "Quotes", &h, taken, &series);
+        let li = html
+            .split(&format!("<li data-xpath=\"{GAZP_LAST}\">"))
+            .nth(1)
+            .expect("the GAZP Last node");
+        let li = &li[..li.find("</li>").expect("closed")];
+        // The sparkline, in the summary beside the number.
+        let summary = &li[..li.find("</summary>").expect("a summary")];
+        assert!(summary.contains("num 251.3"), "{summary}");
+        assert!(
+            summary.contains("data-points=\"3\" data-values=\"3\""),
+            "{summary}"
+        );
+        assert!(
+            summary.contains(
+                "<title>Shares / GAZP / Last: 3 values, from 251.3 to 305.4, last 305.4</title>"
+            ),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("last <span class=\"spark-last\">305.4</span>"),
+            "{summary}"
+        );
+        // The chart, in the node's body, with links to the points.
+        assert!(
+            li.contains("<figure class=\"chart series-chart\"><svg"),
+            "{li}"
+        );
+        assert!(
+            li.contains("aria-label=\"value history: 3 values, from 251.3 to 305.4\""),
+            "{li}"
+        );
+        let encoded = seg(GAZP_LAST);
+        assert!(
+            li.contains(&format!(
+                "href=\"/api/watches/q/series?xpath={encoded}\">JSON</a>"
+            )),
+            "{li}"
+        );
+        assert!(
+            li.contains(&format!(
+                "href=\"/api/watches/q/series?xpath={encoded}&amp;format=csv\">CSV</a>"
+            )),
+            "{li}"
+        );
+        // The tree opens down to it, not further, and not elsewhere.
+        let opens = |id: &str, open: bool| {
+            let tag = if open {
+                "<details class=\"node\" open>"
+            } else {
+                "<details class=\"node\">"
+            };
+            html.contains(&format!("<li data-xpath=\"{id}\">{tag}"))
+        };
+        assert!(opens("/page/table[@label='Shares']/row[@key='GAZP']", true));
+        assert!(opens(GAZP_LAST, false));
+        assert!(opens(
+            "/page/table[@label='Shares']/row[@key='SBER']",
+            false
+        ));
+        // Only that node is drawn.
+        assert_eq!(html.matches("<svg class=\"spark\"").count(), 1);
+        assert_eq!(html.matches("<figure").count(), 1);
+        assert!(html.contains(" · 1 number with values over time"), "{html}");
+        assert!(!html.contains(" drawn)"));
+        // A tree with more numbers with series than it draws says so.
+        series.with_series = 250;
+        let html = tree_page("q", "Quotes", &h, taken, &series);
+        assert!(html.contains(" · 250 numbers with values over time (the first 1 drawn)"));
     }
 
     #[test]
@@ -733,6 +1100,45 @@ mod tests {
             html.contains("class=\"change current\" id=\"change-7\""),
             "{html}"
         );
+        assert!(!html.contains("<svg"), "no series, no sparkline");
+    }
+
+    #[test]
+    fn a_change_view_shows_the_changed_number_s_series_with_this_change_marked() {
+        let old = Hierarchy::from_html(PAGE, None);
+        let new = Hierarchy::from_html(&PAGE.replace("251,30", "268,40"), None);
+        let changes = crate::diff::diff(&old, &new);
+        let event = Event::Change(changes[0].clone());
+        // The series is found by the changed node's id.
+        assert_eq!(series_node(&event, |id| id == GAZP_LAST), Some(GAZP_LAST));
+        assert_eq!(series_node(&event, |_| false), None);
+        let mut d = detail(7, &event, Some(&old), Some(&new));
+        d.series = Some((GAZP_LAST.to_owned(), gazp_points()));
+        let at = t0() + std::time::Duration::from_secs(60);
+        let now = t0() + std::time::Duration::from_secs(600);
+        let html = change_page("q", "Quotes", Some(7), at, &[d], now);
+        assert!(
+            html.contains("data-points=\"3\" data-values=\"3\""),
+            "{html}"
+        );
+        assert!(
+            html.contains(": 3 values, from 251.3 to 305.4, last 305.4</title>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<circle class=\"mark\"").count(), 1, "{html}");
+        assert!(html.contains(&format!(
+            "href=\"/api/watches/q/series?xpath={}\"",
+            seg(GAZP_LAST)
+        )));
+        assert_eq!(xpath_nodes(&html, "//li[@id='change-7']//svg"), 1);
+    }
+
+    fn xpath_nodes(html: &str, xpath: &str) -> usize {
+        let doc = libxml::parser::Parser::default_html()
+            .parse_string(html)
+            .unwrap();
+        let context = libxml::xpath::Context::new(&doc).unwrap();
+        context.evaluate(xpath).unwrap().get_nodes_as_vec().len()
     }
 
     #[test]

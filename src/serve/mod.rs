@@ -28,10 +28,12 @@ pub mod view;
 
 mod api;
 mod backtest;
+mod chart;
 mod clips;
 mod error;
 mod explore;
 mod feed;
+mod format;
 mod gather;
 mod openapi;
 mod routes;

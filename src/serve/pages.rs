@@ -1,7 +1,8 @@
 //! The status pages as server-rendered HTML: takes the plain data of
 //! [`super::view`] (and the time to count "12 s ago" from) and gives complete
 //! HTML5 documents as strings: the overview of all watches, one watch's
-//! page, an inline SVG chart of a threshold's value history, and a small
+//! page (with an inline SVG chart of each threshold's value history and a
+//! sparkline of each value's, drawn by [`super::chart`]), and a small
 //! error page. Pure rendering: no I/O, no store, no JavaScript, no external
 //! resources; the same input gives the same string.
 //!
@@ -10,7 +11,7 @@
 
 use crate::store::replicas::watch_set::ReplicaSummary;
 use std::borrow::Cow;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use chrono::SecondsFormat;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
@@ -18,7 +19,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::store::time;
 
-use super::view::{ChangeView, ClipView, Health, ThresholdView, WatchPage, WatchRow};
+use super::chart::{self, Series};
+use super::format::{fmt_value, plural};
+use super::view::{ChangeView, ClipView, Health, SeriesView, ThresholdView, WatchPage, WatchRow};
 
 /// Seconds between reloads of the overview and the watch pages.
 const REFRESH_SECS: u32 = 30;
@@ -80,6 +83,13 @@ figure.chart{margin:1rem 0;max-width:48rem;color:var(--muted)}
 figure.chart svg{display:block;border:1px solid var(--line);border-radius:6px;background:var(--bg)}
 figure.chart .series{stroke:var(--series)}
 figure.chart circle{fill:var(--series)}
+svg .series{stroke:var(--series)}
+svg circle.last{fill:var(--series)}
+svg circle.mark{fill:none;stroke:var(--fail)}
+.spark{display:inline-flex;align-items:center;gap:.4rem;vertical-align:middle;white-space:nowrap}
+svg.spark{display:block;overflow:visible}
+.spark-labels{font-size:.8rem;color:var(--muted);font-variant-numeric:tabular-nums}
+figure.series-chart{margin:.5rem 0}
 figcaption{font-size:.9rem;margin-top:.25rem}
 ol.changes{list-style:none;padding:0;margin:0}
 ol.changes li{padding:.35rem 0;border-bottom:1px solid var(--line);display:flex;gap:.75rem;align-items:baseline;flex-wrap:wrap}
@@ -212,7 +222,7 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
                 }
                 @for t in page.thresholds.iter().filter(|t| !t.history.is_empty()) {
                     figure.chart id={ "chart-" (safe_id(&t.name)) } {
-                        (chart_markup(&t.history, &t.lines))
+                        (chart::chart(Series::Readings(&t.history), &t.lines))
                         figcaption {
                             (t.name) ": " (t.bounds) "; "
                             (plural(t.history.len(), "value", "values"))
@@ -221,6 +231,8 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
                 }
             }
         }
+
+        (values_section(&id, page, now))
 
         section #changes {
             h2 { "Recent changes" }
@@ -249,7 +261,7 @@ pub fn watch(page: &WatchPage, now: SystemTime) -> String {
 
 /// An inline SVG line chart of a value history with horizontal bound lines.
 pub fn chart(history: &[(SystemTime, f64)], lines: &[f64]) -> String {
-    chart_markup(history, lines).into_string()
+    chart::chart(Series::Readings(history), lines).into_string()
 }
 
 /// A small HTML error page (404, 401, 503 ...) in the same style.
@@ -419,6 +431,93 @@ fn threshold_row(t: &ThresholdView, now: SystemTime) -> Markup {
     }
 }
 
+/// A watch page's values over time: a row per series shown, with its
+/// sparkline and links to its points; `id` is the watch id, already
+/// percent-encoded.
+fn values_section(id: &str, page: &WatchPage, now: SystemTime) -> Markup {
+    let all = series_href(id, None, None);
+    let shown = page.values.len();
+    html! {
+        section #values {
+            h2 { "Values" }
+            @if page.values.is_empty() {
+                p.empty {
+                    "No values recorded yet: each number within the watch's clips and "
+                    "thresholds gets its history here, a point each time it changes."
+                }
+            } @else {
+                p.muted {
+                    "Each number within the watch's clips and thresholds, as it changed. "
+                    @if page.series_total > shown {
+                        "The first " (shown) " of " (page.series_total) " (those still on the page first); "
+                    }
+                    "all of them: "
+                    a href=(all) { "JSON" } " · "
+                    a href=(series_href(id, None, Some("csv"))) { "CSV" }
+                }
+                div.table-wrap {
+                    table.values {
+                        thead {
+                            tr {
+                                th { "Value of" } th { "Now" } th { "Since" }
+                                th { "History" } th { "Points" }
+                            }
+                        }
+                        tbody {
+                            @for s in &page.values { (value_row(id, s, now)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One row of a watch page's values.
+fn value_row(id: &str, s: &SeriesView, now: SystemTime) -> Markup {
+    let label = if s.label.is_empty() {
+        &s.node
+    } else {
+        &s.label
+    };
+    html! {
+        tr data-node=(s.node) {
+            td {
+                (label)
+                div.kind { (s.node) }
+            }
+            td.num {
+                @match s.value {
+                    Some(v) => (fmt_value(v)),
+                    None => span.none { "gone" },
+                }
+            }
+            td { (time(Some(s.since), now)) }
+            td { (chart::sparkline(label, &s.points, now, None)) }
+            td.formats {
+                a href=(series_href(id, Some(&s.node), None)) { "JSON" }
+                a href=(series_href(id, Some(&s.node), Some("csv"))) { "CSV" }
+            }
+        }
+    }
+}
+
+/// The series API of a watch (`watch` already percent-encoded): one
+/// node's points (`node`), or every series' head; in `format` (JSON by
+/// default).
+pub(super) fn series_href(watch: &str, node: Option<&str>, format: Option<&str>) -> String {
+    let query: Vec<String> = node
+        .map(|node| format!("xpath={}", seg(node)))
+        .into_iter()
+        .chain(format.map(|format| format!("format={format}")))
+        .collect();
+    if query.is_empty() {
+        format!("/api/watches/{watch}/series")
+    } else {
+        format!("/api/watches/{watch}/series?{}", query.join("&"))
+    }
+}
+
 /// One item of a watch page's change list, linked to its change view.
 fn change_item(watch: &str, c: &ChangeView, now: SystemTime) -> Markup {
     html! {
@@ -448,167 +547,7 @@ pub(super) fn time(t: Option<SystemTime>, now: SystemTime) -> Markup {
     }
 }
 
-// ---------------------------------------------------------------- chart
-
-/// The chart's coordinate system: `0 0 VIEW_W VIEW_H`.
-const VIEW_W: f64 = 600.0;
-/// See [`VIEW_W`].
-const VIEW_H: f64 = 200.0;
-/// The plot area's left edge (the y axis); labels go to its left.
-const PLOT_LEFT: f64 = 64.0;
-/// The plot area's right edge.
-const PLOT_RIGHT: f64 = 588.0;
-/// The plot area's top edge.
-const PLOT_TOP: f64 = 12.0;
-/// The plot area's bottom edge (the x axis); labels go below.
-const PLOT_BOTTOM: f64 = 172.0;
-/// Room above and below the values, as a share of their span.
-const PAD: f64 = 0.05;
-
-/// Maps times and values to chart coordinates.
-struct Scale {
-    /// The first time, in seconds since the epoch.
-    t0: f64,
-    /// The last time.
-    t1: f64,
-    /// The smallest value or bound, halved (halves never overflow when
-    /// subtracted).
-    lo_half: f64,
-    /// The largest value or bound, halved.
-    hi_half: f64,
-}
-
-impl Scale {
-    /// The x of a time (seconds since the epoch); centred when all times
-    /// are equal.
-    fn x(&self, t: f64) -> f64 {
-        if self.t1 > self.t0 {
-            PLOT_LEFT + (t - self.t0) / (self.t1 - self.t0) * (PLOT_RIGHT - PLOT_LEFT)
-        } else {
-            (PLOT_LEFT + PLOT_RIGHT) / 2.0
-        }
-    }
-
-    /// The y of a value; in the middle when all values and bounds are equal.
-    fn y(&self, v: f64) -> f64 {
-        let span = self.hi_half - self.lo_half;
-        if span > 0.0 {
-            let share = (v / 2.0 - self.lo_half) / span;
-            PLOT_BOTTOM - (PAD + share) / (1.0 + 2.0 * PAD) * (PLOT_BOTTOM - PLOT_TOP)
-        } else {
-            (PLOT_TOP + PLOT_BOTTOM) / 2.0
-        }
-    }
-}
-
-/// The chart as markup, to insert in a page.
-fn chart_markup(history: &[(SystemTime, f64)], lines: &[f64]) -> Markup {
-    let view_box = format!("0 0 {} {}", fmt_coord(VIEW_W), fmt_coord(VIEW_H));
-    let points: Vec<(SystemTime, f64, f64)> = history
-        .iter()
-        .filter(|(_, v)| v.is_finite())
-        .map(|&(t, v)| (t, unix_seconds(t), v))
-        .collect();
-    let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        return html! {
-            svg xmlns="http://www.w3.org/2000/svg" viewBox=(view_box) width="100%"
-                role="img" aria-label="no values yet" {
-                text x=(fmt_coord(VIEW_W / 2.0)) y=(fmt_coord(VIEW_H / 2.0))
-                    text-anchor="middle" fill="currentColor" font-size="14" { "no values yet" }
-            }
-        };
-    };
-    let bounds: Vec<f64> = lines.iter().copied().filter(|b| b.is_finite()).collect();
-    let fold = |(lo, hi): (f64, f64), v: f64| (lo.min(v), hi.max(v));
-    let (vmin, vmax) = points
-        .iter()
-        .map(|p| p.2)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), fold);
-    let (lo, hi) = bounds.iter().copied().fold((vmin, vmax), fold);
-    let (t0, t1) = points
-        .iter()
-        .map(|p| p.1)
-        .fold((f64::INFINITY, f64::NEG_INFINITY), fold);
-    let scale = Scale {
-        t0,
-        t1,
-        lo_half: lo / 2.0,
-        hi_half: hi / 2.0,
-    };
-    let polyline = points
-        .iter()
-        .map(|&(_, t, v)| format!("{},{}", fmt_coord(scale.x(t)), fmt_coord(scale.y(v))))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let label = format!(
-        "value history: {}, from {} to {}",
-        plural(points.len(), "value", "values"),
-        fmt_value(vmin),
-        fmt_value(vmax)
-    );
-    let long = t1 - t0 >= 86_400.0;
-    let (first_x, last_x) = (scale.x(first.1), scale.x(last.1));
-    let label_y = fmt_coord(PLOT_BOTTOM + 16.0);
-    let (left, right, top, bottom) = (
-        fmt_coord(PLOT_LEFT),
-        fmt_coord(PLOT_RIGHT),
-        fmt_coord(PLOT_TOP),
-        fmt_coord(PLOT_BOTTOM),
-    );
-    html! {
-        svg xmlns="http://www.w3.org/2000/svg" viewBox=(view_box) width="100%"
-            role="img" aria-label=(label) font-size="11" {
-            g.axes stroke="currentColor" stroke-width="1" {
-                line x1=(left) y1=(top) x2=(left) y2=(bottom) {}
-                line x1=(left) y1=(bottom) x2=(right) y2=(bottom) {}
-            }
-            @for b in &bounds {
-                @let y = fmt_coord(scale.y(*b));
-                line.bound x1=(left) y1=(y) x2=(right) y2=(y)
-                    stroke="#cf222e" stroke-width="1" stroke-dasharray="6 4" {}
-                text.bound-label x=(fmt_coord(PLOT_RIGHT - 2.0)) y=(fmt_coord(scale.y(*b) - 3.0))
-                    text-anchor="end" fill="#cf222e" { (fmt_value(*b)) }
-            }
-            polyline.series points=(polyline) fill="none" stroke="#0969da" stroke-width="2"
-                stroke-linejoin="round" {}
-            @for &(at, t, v) in &points {
-                circle cx=(fmt_coord(scale.x(t))) cy=(fmt_coord(scale.y(v))) r="3" fill="#0969da" {
-                    title { (fmt_value(v)) " at " (time::rfc3339(at, SecondsFormat::Secs).unwrap_or_default()) }
-                }
-            }
-            g.y-labels text-anchor="end" fill="currentColor" {
-                text x=(fmt_coord(PLOT_LEFT - 6.0)) y=(fmt_coord(scale.y(vmax) + 4.0)) { (fmt_value(vmax)) }
-                @if vmin < vmax {
-                    text x=(fmt_coord(PLOT_LEFT - 6.0)) y=(fmt_coord(scale.y(vmin) + 4.0)) { (fmt_value(vmin)) }
-                }
-            }
-            g.x-labels fill="currentColor" {
-                @if t1 > t0 {
-                    text x=(fmt_coord(first_x)) y=(label_y) text-anchor="start" { (time_label(first.0, long)) }
-                    text x=(fmt_coord(last_x)) y=(label_y) text-anchor="end" { (time_label(last.0, long)) }
-                } @else {
-                    text x=(fmt_coord(first_x)) y=(label_y) text-anchor="middle" { (time_label(first.0, long)) }
-                }
-            }
-        }
-    }
-}
-
-/// A time on the chart's x axis: `HH:MM:SS` UTC for spans under a day,
-/// else `MM-DD HH:MM`.
-fn time_label(t: SystemTime, long: bool) -> String {
-    let format = if long { "%m-%d %H:%M" } else { "%H:%M:%S" };
-    time::utc(t)
-        .map(|d| d.format(format).to_string())
-        .unwrap_or_default()
-}
-
 // ---------------------------------------------------------------- helpers
-
-/// `1 watch`, `2 watches`.
-pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 /// An element id from a name: every character outside `[A-Za-z0-9_-]`
 /// becomes `-`.
@@ -641,54 +580,6 @@ pub(super) fn truncate(s: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// A number for the SVG: at most 2 decimals, no trailing zeros, no `-0`.
-fn fmt_coord(x: f64) -> String {
-    if !x.is_finite() {
-        return "0".to_owned();
-    }
-    trimmed(&format!("{x:.2}"))
-}
-
-/// A formatted decimal without trailing zeros (or point), and `-0` as `0`.
-fn trimmed(s: &str) -> String {
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    };
-    if s == "-0" {
-        "0".to_owned()
-    } else {
-        s.to_owned()
-    }
-}
-
-/// A value for people: about 6 significant digits, no trailing zeros.
-fn fmt_value(v: f64) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    let abs = v.abs();
-    if abs != 0.0 && !(1e-4..1e15).contains(&abs) {
-        return format!("{v:e}");
-    }
-    let digits = if abs == 0.0 {
-        0
-    } else {
-        abs.log10().floor() as i32
-    };
-    let decimals = usize::try_from((5 - digits).clamp(0, 6)).unwrap_or(0);
-    trimmed(&format!("{v:.decimals$}"))
-}
-
-/// Seconds since the epoch (negative before it).
-fn unix_seconds(t: SystemTime) -> f64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_secs_f64(),
-        Err(e) => -e.duration().as_secs_f64(),
-    }
-}
-
 /// How far `t` is from `now`: `12 s ago`, `in 3 min`, `2 h ago`, `5 d ago`,
 /// `now` within a second.
 fn relative(t: SystemTime, now: SystemTime) -> String {
@@ -713,12 +604,13 @@ fn relative(t: SystemTime, now: SystemTime) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     use libxml::parser::Parser;
     use libxml::xpath::Context;
 
     use super::*;
+    use crate::store::Point;
 
     const HOSTILE: &str = "<script>alert(1)</script>\" onmouseover=\"x";
     const HOSTILE_ESCAPED: &str = "&lt;script&gt;alert(1)&lt;/script&gt;&quot; onmouseover=&quot;x";
@@ -808,6 +700,40 @@ mod tests {
                 threshold("price", vec![(ago(120), 299.0), (ago(60), 301.5)]),
                 threshold("stock level", vec![]),
             ],
+            values: vec![
+                series(
+                    GAZP_LAST,
+                    "Shares / GAZP / Last",
+                    &[(600, Some(251.3)), (300, Some(268.4)), (60, Some(305.4))],
+                ),
+                series(
+                    "/page/table[@label='Shares']/row[@key='VTBR']/cell[@col='Last']",
+                    "",
+                    &[(900, Some(0.02)), (120, None)],
+                ),
+            ],
+            series_total: 3,
+        }
+    }
+
+    const GAZP_LAST: &str = "/page/table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']";
+
+    /// A series of `points` (seconds ago, value), its head the last.
+    fn series(node: &str, label: &str, points: &[(u64, Option<f64>)]) -> SeriesView {
+        let points: Vec<Point> = points
+            .iter()
+            .map(|&(secs, value)| Point {
+                at: ago(secs),
+                value,
+            })
+            .collect();
+        let last = points.last().copied().unwrap();
+        SeriesView {
+            node: node.to_owned(),
+            label: label.to_owned(),
+            value: last.value,
+            since: last.at,
+            points,
         }
     }
 
@@ -816,40 +742,6 @@ mod tests {
         let from = html.find(start).expect("row present");
         let len = html[from..].find("</tr>").expect("row closed");
         &html[from..from + len]
-    }
-
-    /// Every value of `attr="..."` in `html`, in order.
-    fn attrs<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
-        let needle = format!(" {attr}=\"");
-        html.match_indices(&needle)
-            .map(|(i, _)| {
-                let rest = &html[i + needle.len()..];
-                &rest[..rest.find('"').unwrap()]
-            })
-            .collect()
-    }
-
-    /// The points of the chart's polyline.
-    fn polyline(svg: &str) -> Vec<(f64, f64)> {
-        let points = attrs(svg, "points");
-        assert_eq!(points.len(), 1, "one polyline");
-        points[0]
-            .split(' ')
-            .map(|p| {
-                let (x, y) = p.split_once(',').unwrap();
-                (x.parse().unwrap(), y.parse().unwrap())
-            })
-            .collect()
-    }
-
-    /// The y of the `class="bound"` lines.
-    fn bound_ys(svg: &str) -> Vec<f64> {
-        svg.match_indices("<line class=\"bound\"")
-            .map(|(i, _)| {
-                let tag = &svg[i..i + svg[i..].find('>').unwrap()];
-                attrs(tag, "y1")[0].parse().unwrap()
-            })
-            .collect()
     }
 
     fn xpath_count(html: &str, xpath: &str) -> usize {
@@ -1033,6 +925,8 @@ mod tests {
                 lines: vec![],
                 history: vec![(ago(5), 1.0)],
             }],
+            values: vec![series(&h, &h, &[(5, Some(1.0)), (1, Some(2.0))])],
+            series_total: 1,
         };
         let html = watch(&page, now());
         assert!(!html.contains("<script"));
@@ -1044,6 +938,11 @@ mod tests {
         assert!(html.contains(&format!("id=\"chart-{safe}\"")));
         assert!(html.contains(&format!("class=\"badge threshold-{safe}\"")));
         assert!(html.contains(&format!("class=\"badge kind-{safe}\"")));
+        // A series' node and label, in the row, the sparkline's title and
+        // the links to its points.
+        assert!(html.contains(&format!("<tr data-node=\"{HOSTILE_ESCAPED}\">")));
+        assert!(html.contains(&format!("<title>{HOSTILE_ESCAPED}: 2 values")));
+        assert!(html.contains("series?xpath=%3Cscript%3E"));
 
         let html = error(404, HOSTILE, HOSTILE);
         assert!(!html.contains("<script"));
@@ -1102,6 +1001,48 @@ mod tests {
             2
         );
         assert_eq!(xpath_count(&html, "//figure[@class='chart']"), 1);
+
+        // Values: a row per series shown, live ones as given, with a
+        // sparkline of its points and links to them.
+        assert_eq!(
+            xpath_count(&html, "//section[@id='values']//tbody/tr[@data-node]"),
+            2
+        );
+        assert!(html.contains("The first 2 of 3"), "{html}");
+        assert!(html.contains("href=\"/api/watches/shop/series\">JSON</a>"));
+        assert!(html.contains("href=\"/api/watches/shop/series?format=csv\">CSV</a>"));
+        let gazp = row_of(&html, &format!("<tr data-node=\"{GAZP_LAST}\">"));
+        assert!(
+            gazp.contains("Shares / GAZP / Last<div class=\"kind\">"),
+            "{gazp}"
+        );
+        assert!(gazp.contains("<td class=\"num\">305.4</td>"), "{gazp}");
+        assert!(gazp.contains(">1 min ago</time>"), "{gazp}");
+        assert!(
+            gazp.contains("data-points=\"3\" data-values=\"3\""),
+            "{gazp}"
+        );
+        assert!(gazp.contains(
+            "<title>Shares / GAZP / Last: 3 values, from 251.3 to 305.4, last 305.4</title>"
+        ));
+        assert!(gazp.contains("· last <span class=\"spark-last\">305.4</span>"));
+        let encoded = seg(GAZP_LAST);
+        assert!(gazp.contains(&format!(
+            "href=\"/api/watches/shop/series?xpath={encoded}&amp;format=csv\""
+        )));
+        // A node gone: labelled by its id, its value "gone", its line
+        // ending in a gap.
+        let vtbr = row_of(
+            &html,
+            "<tr data-node=\"/page/table[@label='Shares']/row[@key='VTBR']",
+        );
+        assert!(vtbr.contains("<span class=\"none\">gone</span>"), "{vtbr}");
+        assert!(
+            vtbr.contains("last <span class=\"spark-last\">gone</span>"),
+            "{vtbr}"
+        );
+        assert!(vtbr.contains("now gone</title>"), "{vtbr}");
+        assert!(!vtbr.contains("circle class=\"last\""), "{vtbr}");
     }
 
     #[test]
@@ -1112,134 +1053,17 @@ mod tests {
         p.changes.clear();
         p.layout.clear();
         p.thresholds.clear();
+        p.values.clear();
+        p.series_total = 0;
         let html = watch(&p, now());
         assert!(!html.contains("Layout events"), "no section without events");
         assert!(html.contains("<h1>shop</h1>"));
         assert!(html.contains("No changes recorded yet."));
         assert!(html.contains("No thresholds defined."));
         assert!(html.contains("No named clips defined."));
+        assert!(html.contains("No values recorded yet"));
         assert!(!html.contains("<figure"));
-    }
-
-    #[test]
-    fn chart_scales_values_and_bounds() {
-        let history = vec![
-            (ago(300), 10.0),
-            (ago(200), f64::NAN),
-            (ago(150), 30.0),
-            (ago(100), f64::INFINITY),
-            (ago(0), 20.0),
-        ];
-        let svg = chart(&history, &[25.0, f64::NAN]);
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 600 200\" width=\"100%\" role=\"img\" aria-label=\"value history: 3 values, from 10 to 30\""));
-        let points = polyline(&svg);
-        assert_eq!(points.len(), 3, "non-finite values are skipped");
-        assert_eq!(svg.matches("<circle").count(), 3);
-
-        // x: time from left to right edge.
-        assert_eq!(points[0].0, PLOT_LEFT);
-        assert_eq!(points[2].0, PLOT_RIGHT);
-        assert_eq!(points[1].0, 326.0); // 64 + 150/300 * 524
-        // y: max at the top of the plot area, min at the bottom, 5 % in.
-        let pad = (PLOT_BOTTOM - PLOT_TOP) * PAD / (1.0 + 2.0 * PAD);
-        let top: f64 = fmt_coord(PLOT_TOP + pad).parse().unwrap();
-        let bottom: f64 = fmt_coord(PLOT_BOTTOM - pad).parse().unwrap();
-        assert_eq!(top, 19.27);
-        assert_eq!(points[1].1, top);
-        assert_eq!(points[0].1, bottom);
-        // 20 is halfway.
-        assert_eq!(points[2].1, (PLOT_TOP + PLOT_BOTTOM) / 2.0);
-        // The bound 25 at three quarters; NaN bounds are skipped.
-        assert_eq!(
-            bound_ys(&svg),
-            vec![
-                fmt_coord(bottom - 0.75 * (bottom - top))
-                    .parse::<f64>()
-                    .unwrap()
-            ]
-        );
-        assert!(svg.contains("stroke-dasharray"));
-        // Labels: min and max values, first and last times.
-        assert!(svg.contains(">30</text>") && svg.contains(">10</text>"));
-        assert!(svg.contains(">22:08:20</text>") && svg.contains(">22:13:20</text>"));
-        assert!(svg.contains("<title>30 at 2023-11-14T22:10:50Z</title>"));
-        // Deterministic.
-        assert_eq!(svg, chart(&history, &[25.0, f64::NAN]));
-        // Everything closed (no void elements inside SVG).
-        assert_eq!(svg.matches("<line").count(), svg.matches("</line>").count());
-    }
-
-    #[test]
-    fn chart_bounds_widen_the_range() {
-        let svg = chart(&[(ago(60), 0.0), (ago(0), 100.0)], &[200.0]);
-        let points = polyline(&svg);
-        let pad = (PLOT_BOTTOM - PLOT_TOP) * PAD / (1.0 + 2.0 * PAD);
-        let (top, bottom) = (PLOT_TOP + pad, PLOT_BOTTOM - pad);
-        assert_eq!(bound_ys(&svg), vec![fmt_coord(top).parse::<f64>().unwrap()]);
-        assert_eq!(points[0].1, fmt_coord(bottom).parse::<f64>().unwrap());
-        let mid = fmt_coord((top + bottom) / 2.0).parse::<f64>().unwrap();
-        assert_eq!(points[1].1, mid);
-    }
-
-    #[test]
-    fn chart_degenerate_cases() {
-        // Empty, or nothing finite: a message.
-        for history in [vec![], vec![(ago(1), f64::NAN)]] {
-            let svg = chart(&history, &[1.0]);
-            assert!(svg.contains(">no values yet</text>"));
-            assert!(svg.contains("aria-label=\"no values yet\""));
-            assert!(!svg.contains("<polyline"));
-        }
-        // One point: centred, in the middle.
-        let svg = chart(&[(now(), 5.0)], &[]);
-        assert_eq!(polyline(&svg), vec![(326.0, 92.0)]);
-        // Equal values: a flat line in the middle, one y label.
-        let svg = chart(&[(ago(10), 5.0), (ago(5), 5.0), (now(), 5.0)], &[]);
-        assert!(polyline(&svg).iter().all(|&(_, y)| y == 92.0));
-        assert_eq!(svg.matches(">5</text>").count(), 1);
-        // Equal times: centred.
-        let svg = chart(&[(now(), 1.0), (now(), 2.0)], &[]);
-        assert!(polyline(&svg).iter().all(|&(x, _)| x == 326.0));
-        // Huge values do not overflow.
-        let svg = chart(&[(ago(1), -f64::MAX), (now(), f64::MAX)], &[]);
-        let points = polyline(&svg);
-        assert!(points[0].1 > points[1].1);
-        // Spans of a day or more label dates.
-        let svg = chart(&[(ago(2 * 86_400), 1.0), (now(), 2.0)], &[]);
-        assert!(svg.contains(">11-12 22:13</text>") && svg.contains(">11-14 22:13</text>"));
-    }
-
-    #[test]
-    fn coordinates_have_at_most_two_decimals() {
-        assert_eq!(fmt_coord(1.0), "1");
-        assert_eq!(fmt_coord(1.5), "1.5");
-        assert_eq!(fmt_coord(17.272_727), "17.27");
-        assert_eq!(fmt_coord(-0.001), "0");
-        assert_eq!(fmt_coord(f64::NAN), "0");
-        let svg = chart(
-            &[(ago(7), 1.0 / 3.0), (ago(3), 2.0 / 3.0), (now(), 0.1)],
-            &[0.5],
-        );
-        for value in ["points", "cx", "cy", "x", "y", "x1", "y1"]
-            .iter()
-            .flat_map(|a| attrs(&svg, a))
-        {
-            for number in value.split([' ', ',']) {
-                let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
-                assert!(decimals <= 2, "{number} in {value}");
-            }
-        }
-    }
-
-    #[test]
-    fn values_for_people() {
-        assert_eq!(fmt_value(301.5), "301.5");
-        assert_eq!(fmt_value(300.0), "300");
-        assert_eq!(fmt_value(0.1 + 0.2), "0.3");
-        assert_eq!(fmt_value(-2.5), "-2.5");
-        assert_eq!(fmt_value(0.0), "0");
-        assert_eq!(fmt_value(1_234_567.0), "1234567");
-        assert_eq!(fmt_value(1e20), "1e20");
+        assert!(!html.contains("<svg"));
     }
 
     #[test]

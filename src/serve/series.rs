@@ -43,7 +43,7 @@ use crate::config::Watch;
 use crate::monitor::series::selected;
 use crate::store::{Point, SeriesHead, Store, StoreError, time};
 use crate::xpath::native::Evaluator;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Most series one request gives.
 pub(crate) const MAX_NODES: usize = 50;
@@ -105,10 +105,14 @@ pub(crate) struct PointOut {
 
 /// A node found for a request: its head and what the current version
 /// says of it.
-struct Found {
-    head: SeriesHead,
-    label: String,
-    unit: Option<String>,
+pub(super) struct Found {
+    /// The series' head.
+    pub head: SeriesHead,
+    /// The node's data context on the current version; empty when it is
+    /// gone.
+    pub label: String,
+    /// Its unit (a currency code), when the page gives one.
+    pub unit: Option<String>,
 }
 
 fn rfc3339(t: SystemTime) -> String {
@@ -167,27 +171,58 @@ fn resolve(store: &Store, watch: &str, xpath: Option<&str>) -> Result<Vec<Found>
             }
         }
     };
-    let hits = ev.as_ref().map(|ev| {
-        let ids: Vec<&str> = chosen.iter().map(|h| h.node.as_str()).collect();
-        ev.flat().elements_with_ids(&ids)
-    });
-    Ok(chosen
+    Ok(labelled(ev.as_ref(), chosen))
+}
+
+/// `heads` with their labels and units from the current version (`ev`).
+fn labelled(ev: Option<&Evaluator<'_>>, heads: Vec<SeriesHead>) -> Vec<Found> {
+    let mut found: HashMap<String, (String, Option<String>)> = HashMap::new();
+    if let Some(ev) = ev {
+        let flat = ev.flat();
+        let ids: Vec<&str> = heads.iter().map(|h| h.node.as_str()).collect();
+        for hit in flat.elements_with_ids(&ids) {
+            found.entry(flat.id(&hit)).or_insert_with(|| {
+                (
+                    flat.context(&hit),
+                    flat.attribute_of(&hit, "currency").map(str::to_owned),
+                )
+            });
+        }
+    }
+    heads
         .into_iter()
         .map(|head| {
-            let found = ev.as_ref().zip(hits.as_ref()).and_then(|(ev, hits)| {
-                hits.iter()
-                    .find(|hit| ev.flat().id(hit) == head.node)
-                    .map(|hit| {
-                        (
-                            ev.flat().context(hit),
-                            ev.flat().attribute_of(hit, "currency").map(str::to_owned),
-                        )
-                    })
-            });
-            let (label, unit) = found.unwrap_or_default();
+            let (label, unit) = found.remove(&head.node).unwrap_or_default();
             Found { head, label, unit }
         })
-        .collect())
+        .collect()
+}
+
+/// The series a watch's status page lists: at most `max` of them, those
+/// of nodes still on the page first (each group in the order of their
+/// ids), labelled from the current version (unlabelled when it does not
+/// read); and how many there are.
+pub(super) fn for_page(
+    store: &Store,
+    watch: &str,
+    max: usize,
+) -> Result<(Vec<Found>, usize), StoreError> {
+    let mut heads = store.series_heads(watch)?;
+    let total = heads.len();
+    heads.sort_by_key(|h| h.value.is_none());
+    heads.truncate(max);
+    // Labels are a help: a version that does not read leaves them out
+    // rather than the page.
+    let current = if heads.is_empty() {
+        None
+    } else {
+        store.current_hierarchy(watch).unwrap_or_else(|error| {
+            tracing::warn!(watch, error = %crate::ErrorChain(&error), "cannot label the series from the current version");
+            None
+        })
+    };
+    let ev = current.as_ref().map(|c| Evaluator::new(&c.hierarchy));
+    Ok((labelled(ev.as_ref(), heads), total))
 }
 
 /// The values the watches export on `/metrics` (`metrics: true` on a

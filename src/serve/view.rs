@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use crate::store::WatchStatus;
+use crate::store::{Point, WatchStatus};
 
 /// The state of a watch as the overview shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +127,22 @@ pub struct ThresholdView {
     pub history: Vec<(SystemTime, f64)>,
 }
 
+/// One number's values over time (a node's series) on a watch page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesView {
+    /// The node's semantic id (its `xpath` label).
+    pub node: String,
+    /// Its data context on the current version (`Shares / GAZP / Last`);
+    /// empty once the node is gone.
+    pub label: String,
+    /// Its value now; `None` once the node is gone.
+    pub value: Option<f64>,
+    /// Since when it has held that value (or been gone).
+    pub since: SystemTime,
+    /// Its newest points, thinned for a sparkline, oldest first.
+    pub points: Vec<Point>,
+}
+
 /// Everything a watch's own page shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchPage {
@@ -141,6 +157,12 @@ pub struct WatchPage {
     pub layout: Vec<ChangeView>,
     /// Its thresholds, in file order.
     pub thresholds: Vec<ThresholdView>,
+    /// Its series shown: those of nodes still on the page first, each
+    /// group in the order of their ids.
+    pub values: Vec<SeriesView>,
+    /// How many series the watch has (more than `values` when the page
+    /// shows only the first).
+    pub series_total: usize,
 }
 
 #[cfg(test)]

@@ -147,6 +147,18 @@ fn head_of(watch: &str, mut row: Row) -> Result<SeriesHead, StoreError> {
     })
 }
 
+/// A point from a row of `at, value`.
+fn point_of(watch: &str, mut row: Row) -> Result<Point, StoreError> {
+    let read =
+        |row: &mut Row| -> Result<(i64, Option<f64>), DbError> { Ok((row.get(0)?, row.get(1)?)) };
+    let (at, value) =
+        read(&mut row).map_err(|source| watch_error(watch, "read the series of", source))?;
+    Ok(Point {
+        at: corrupt_time(watch, at)?,
+        value,
+    })
+}
+
 fn corrupt_time(watch: &str, at: i64) -> Result<SystemTime, StoreError> {
     from_millis(at).map_err(|source| StoreError::CorruptWatch {
         watch: watch.to_owned(),
@@ -214,15 +226,31 @@ impl Store {
         before
             .into_iter()
             .chain(within)
-            .map(|mut row| {
-                let (at, value) =
-                    (|| Ok((row.get::<i64>(0)?, row.get::<Option<f64>>(1)?)))().map_err(err)?;
-                Ok(Point {
-                    at: corrupt_time(watch, at)?,
-                    value,
-                })
-            })
+            .map(|row| point_of(watch, row))
             .collect()
+    }
+
+    /// The newest `limit` points of one node's series, oldest first: what
+    /// a chart of its recent history draws, read without reading it all.
+    pub fn series_latest(
+        &self,
+        watch: &str,
+        node: &str,
+        limit: usize,
+    ) -> Result<Vec<Point>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let err = |source| watch_error(watch, "read the series of", source);
+        let rows = self
+            .db()
+            .query(
+                "SELECT at, value FROM (SELECT p.at, p.value FROM series_point p
+                 JOIN series s ON s.id = p.series WHERE s.watch = ?1 AND s.node = ?2
+                 ORDER BY p.at DESC LIMIT ?3) AS newest
+                 ORDER BY at",
+                args![watch, node, limit],
+            )
+            .map_err(err)?;
+        rows.into_iter().map(|row| point_of(watch, row)).collect()
     }
 
     /// The lowest and highest value one node held from `since` on (the

@@ -1594,6 +1594,7 @@ fn assert_inert(service: &str, requests: &[ReceivedRequest]) {
                     // linking the change view.
                     let text = element["text"].as_str().unwrap_or_default();
                     let ours = text.starts_with("… ")
+                        || text.starts_with("[View changes](https://semclip.example.org/")
                         || text
                             .strip_prefix("[and ")
                             .and_then(|rest| rest.split_once(" more](https://semclip.example.org/"))

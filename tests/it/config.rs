@@ -406,8 +406,7 @@ fn an_unknown_key_hides_none_of_the_other_problems_of_its_file() {
     let out = validate(dir.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
-    let threshold_keys =
-        "name, xpath, each, above, below, outside, change_pct, hysteresis, notify, on_return";
+    let threshold_keys = "name, xpath, each, above, below, outside, change_pct, within, new_high, new_low, hysteresis, notify, on_return, metrics";
     let expected = [
         "semclip.yaml:3:9: listen: invalid address `localhost`: write IP:PORT, e.g. 127.0.0.1:8080".to_owned(),
         "semclip.yaml:4:1: retension: unknown field `retension`, expected one of database, database_password, watches, listen, server, smtp, notifiers, tokens, fetch, limits, alerts, retention, demo, browser, sessions (did you mean `retention`?)".to_owned(),

@@ -653,29 +653,204 @@ fn the_status_pages_render_in_headless_chromium() {
     assert!(page.contains("threshold-alarm"), "{page}");
 
     // Screenshots, kept for a person to look at.
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    for (name, path) in [
-        ("status-overview.png", "/status"),
-        ("status-quotes.png", "/status/quotes"),
+    screenshot(bin, profile.path(), &c, "status-overview.png", "/status");
+    screenshot(
+        bin,
+        profile.path(),
+        &c,
+        "status-quotes.png",
+        "/status/quotes",
+    );
+    drop(daemon);
+}
+
+/// A screenshot of `path` in headless Chromium, 1280 by 1800 pixels, kept
+/// for a person to look at as `CARGO_TARGET_TMPDIR/name`: a PNG, and not
+/// nearly empty.
+fn screenshot(bin: &str, profile: &Path, c: &Client, name: &str, path: &str) {
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&file);
+    run_chromium(
+        bin,
+        profile,
+        &[
+            &format!("--screenshot={}", file.display()),
+            "--window-size=1280,1800",
+        ],
+        &format!("{}{path}", c.base),
+    );
+    let png = std::fs::read(&file).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
+    assert!(
+        png.len() > 10_000,
+        "{name} is nearly empty ({} bytes)",
+        png.len()
+    );
+}
+
+/// The text from `start` to the first `end` after it.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let from = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in {text}"));
+    let rest = &text[from..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+/// The value of the first `attr="..."` in `html`, its `&amp;`s undone.
+fn first_attr(html: &str, attr: &str) -> String {
+    let start = format!(" {attr}=\"");
+    let value = &between(html, &start, "\">")[start.len()..];
+    value[..value.find('"').unwrap_or(value.len())].replace("&amp;", "&")
+}
+
+/// The values of a series API answer's first series.
+fn api_values(body: &str) -> Vec<Option<f64>> {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["series"][0]["points"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no points: {body}"))
+        .iter()
+        .map(|p| p["value"].as_f64())
+        .collect()
+}
+
+#[test]
+fn values_over_time_are_drawn_on_the_watch_page_the_tree_and_the_change_view() {
+    let (site, _dir, daemon, c) = quotes_server();
+    c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains("251,30"));
+    for price in ["268,40", "305,40"] {
+        site.set_price(price);
+        c.wait_for("/clips/quotes/gazp", &[], |g| g.body.contains(price));
+    }
+    // GAZP's last price changed twice: three points. Its id, from the API.
+    let last: String =
+        url::form_urlencoded::byte_serialize(format!("{GAZP_ROW}/cell[@col='Last']").as_bytes())
+            .collect();
+    let api = c.get(&format!("/api/watches/quotes/series?xpath={last}"), &[]);
+    assert_eq!(api.status, 200, "{}", api.body);
+    assert_eq!(
+        api_values(&api.body),
+        vec![Some(251.3), Some(268.4), Some(305.4)]
+    );
+    let v: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    let node = v["series"][0]["node"].as_str().unwrap().to_owned();
+    assert!(
+        node.ends_with("row[@key='GAZP']/cell[@col='Last']"),
+        "{node}"
+    );
+    let open_node = node.replace("[@col='Last']", "[@col='Open']");
+    let title = ": 3 values, from 251.3 to 305.4, last 305.4</title>";
+    let three = "data-points=\"3\" data-values=\"3\"";
+    let spark_labels = "min <span class=\"spark-min\">251.3</span> · \
+         max <span class=\"spark-max\">305.4</span> · last <span class=\"spark-last\">305.4</span>";
+
+    // The watch page: a row per series, GAZP's with its sparkline and
+    // links to its points in the series API.
+    let page = c.get("/status/quotes", &[]).body;
+    let values = between(&page, "<section id=\"values\">", "</section>");
+    let gazp = between(values, &format!("<tr data-node=\"{node}\">"), "</tr>");
+    assert!(gazp.contains("Shares / GAZP / Last"), "{gazp}");
+    assert!(gazp.contains("<td class=\"num\">305.4</td>"), "{gazp}");
+    assert!(gazp.contains(three), "{gazp}");
+    assert!(gazp.contains(title), "{gazp}");
+    assert!(gazp.contains(spark_labels), "{gazp}");
+    let open = between(values, &format!("<tr data-node=\"{open_node}\">"), "</tr>");
+    assert!(
+        open.contains("data-points=\"1\" data-values=\"1\""),
+        "the Open price never changed: {open}"
+    );
+    assert!(
+        values.matches("<svg class=\"spark\"").count() >= 2,
+        "{values}"
+    );
+    let json = first_attr(between(gazp, "<td class=\"formats\">", "</td>"), "href");
+    assert!(
+        json.starts_with("/api/watches/quotes/series?xpath="),
+        "{json}"
+    );
+    let linked = c.get(&json, &[]);
+    assert_eq!(linked.status, 200, "{json}: {}", linked.body);
+    assert_eq!(
+        api_values(&linked.body),
+        vec![Some(251.3), Some(268.4), Some(305.4)]
+    );
+    let csv = c.get(&format!("{json}&format=csv"), &[]);
+    assert_eq!(csv.status, 200, "{}", csv.body);
+    assert_eq!(
+        csv.body.lines().count(),
+        4,
+        "a header and 3 points: {}",
+        csv.body
+    );
+
+    // The tree: the sparkline beside the number, its chart in the node's
+    // body, the tree open down to it.
+    let tree = c.get("/status/quotes/tree", &[]).body;
+    let li = between(&tree, &format!("<li data-xpath=\"{node}\">"), "</li>");
+    let summary = between(li, "<summary>", "</summary>");
+    assert!(summary.contains(three), "{summary}");
+    assert!(summary.contains(title), "{summary}");
+    assert!(summary.contains(spark_labels), "{summary}");
+    assert!(
+        li.contains("<figure class=\"chart series-chart\"><svg"),
+        "{li}"
+    );
+    assert!(
+        li.contains("aria-label=\"value history: 3 values, from 251.3 to 305.4\""),
+        "{li}"
+    );
+    assert!(
+        tree.contains(&format!(
+            "<li data-xpath=\"{}\"><details class=\"node\" open>",
+            node.trim_end_matches("/cell[@col='Last']")
+        )),
+        "the GAZP row is open: {tree}"
+    );
+
+    // The change views: the changed number's sparkline, a ring on the
+    // value each change brought (268.4 a third of the way up, 305.4 at
+    // the top of the 24-pixel line).
+    let changes: serde_json::Value =
+        serde_json::from_str(&c.get("/api/watches/quotes/changes?limit=50", &[]).body).unwrap();
+    let change_id = |from: &str, to: &str| {
+        changes["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|ch| {
+                let line = ch["line"].as_str().unwrap_or_default();
+                line.contains(from) && line.contains(to)
+            })
+            .and_then(|ch| ch["id"].as_i64())
+            .unwrap_or_else(|| panic!("no change {from} -> {to}: {changes}"))
+    };
+    for (from, to, ring) in [
+        ("251,30", "268,40", "cy=\"15.31\" r=\"3.5\""),
+        ("268,40", "305,40", "cy=\"3\" r=\"3.5\""),
     ] {
-        let file = shots.join(name);
-        let _ = std::fs::remove_file(&file);
-        run_chromium(
-            bin,
-            profile.path(),
-            &[
-                &format!("--screenshot={}", file.display()),
-                "--window-size=1280,1800",
-            ],
-            &format!("{}{path}", c.base),
+        let id = change_id(from, to);
+        let view = c.get(&format!("/status/quotes/changes/{id}"), &[]);
+        assert_eq!(view.status, 200, "{}", view.body);
+        let block = between(&view.body, &format!("id=\"change-{id}\""), "</li>");
+        assert!(block.contains(three), "{block}");
+        assert!(block.contains(title), "{block}");
+        assert_eq!(
+            block.matches("<circle class=\"mark\"").count(),
+            1,
+            "{block}"
         );
-        let png = std::fs::read(&file).unwrap();
-        assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
-        assert!(
-            png.len() > 10_000,
-            "{name} is nearly empty ({} bytes)",
-            png.len()
-        );
+        assert!(block.contains(ring), "{from} -> {to}: {block}");
+    }
+
+    // Screenshots of the charts, kept for a person to look at.
+    if let Some(bin) =
+        chromium("values_over_time_are_drawn_on_the_watch_page_the_tree_and_the_change_view")
+    {
+        let profile = tempfile::tempdir().unwrap();
+        let shot = |name: &str, path: &str| screenshot(bin, profile.path(), &c, name, path);
+        shot("series-explorer.png", "/status/quotes/tree");
+        shot("series-watch.png", "/status/quotes#values");
     }
     drop(daemon);
 }

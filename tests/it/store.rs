@@ -552,6 +552,71 @@ fn threshold_states_keep_their_stored_text_and_an_unknown_one_is_corrupt() {
     );
 }
 
+#[test]
+fn the_latest_points_of_a_series_come_oldest_first_and_at_most_as_many_as_asked() {
+    use semclip::store::{CheckState, NodeValue, Point};
+    let (_dir, path) = temp_db();
+    let mut store = Store::open(&path).unwrap();
+    let node = "/page/table[@label='Shares']/row[@key='GAZP']/cell[@col='Last']";
+    let check = |store: &mut Store, secs: u64, value: Option<f64>| {
+        let state = CheckState {
+            series: Some(
+                value
+                    .map(|value| NodeValue {
+                        node: node.to_owned(),
+                        source: "clip:gazp".to_owned(),
+                        value,
+                    })
+                    .into_iter()
+                    .collect(),
+            ),
+            ..CheckState::default()
+        };
+        let at = t0() + Duration::from_secs(secs);
+        store.record_check("w", at, None, &state).unwrap();
+    };
+    // Only changes are points: 2.0 twice is one point; gone, then back.
+    for (secs, value) in [
+        (0, Some(1.0)),
+        (60, Some(2.0)),
+        (120, Some(2.0)),
+        (180, None),
+        (240, Some(3.0)),
+    ] {
+        check(&mut store, secs, value);
+    }
+    let point = |secs: u64, value: Option<f64>| Point {
+        at: t0() + Duration::from_secs(secs),
+        value,
+    };
+    let all = store.series_points("w", node, None, None).unwrap();
+    assert_eq!(
+        all,
+        vec![
+            point(0, Some(1.0)),
+            point(60, Some(2.0)),
+            point(180, None),
+            point(240, Some(3.0))
+        ]
+    );
+    assert_eq!(store.series_latest("w", node, 100).unwrap(), all);
+    assert_eq!(
+        store.series_latest("w", node, 2).unwrap(),
+        all[2..].to_vec()
+    );
+    assert_eq!(
+        store.series_latest("w", node, 0).unwrap(),
+        Vec::<Point>::new()
+    );
+    assert!(
+        store
+            .series_latest("w", "/page/nothing", 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.series_latest("other", node, 10).unwrap().is_empty());
+}
+
 on_both! {
     fn a_check_whose_last_write_fails_is_refused_and_leaves_nothing(engine: &Engine) {
         use semclip::store::{CheckState, Level, ThresholdRecord, WatchStatus};
@@ -1508,10 +1573,10 @@ on_both! {
                 since: t0,
             }],
             values: vec![("high".into(), 301.5)],
+            series: None,
             alerts: vec![queued("a1", "mail", None), queued("a2", "log", hour)],
             layout: Some("{\"changed\":false}".into()),
             layout_event: None,
-            series: None,
         };
         store.record_check("w", t0, None, &state).unwrap();
         assert_eq!(
