@@ -82,6 +82,8 @@ TARGET = os.environ.get("SEMCLIP_TARGET_DIR", os.path.join(ROOT, "target"))
 SEMCLIP = os.path.join(TARGET, "release", "semclip")
 # `--semclip-clip`: a clip every semclip watch gets (values over time).
 SEMCLIP_CLIP = ""
+# semclip's store size after each workload (written with the results).
+STORES = []
 FIXTURE = os.path.join(TARGET, "release", "examples", "fixture_site")
 VENV = os.path.join(HERE, ".venv")
 VPY = os.path.join(VENV, "bin", "python")
@@ -284,8 +286,7 @@ def bench_semclip(work, base, n, wl, results):
     db = os.path.join(d, "semclip.db")
     size = sum(os.path.getsize(db + x) for x in ("", "-wal") if os.path.exists(db + x))
     log("semclip.db", size, "bytes")
-    results.append({"tool": "semclip", "workload": wl, "n": n, "store_bytes": size,
-                    "clip": SEMCLIP_CLIP})
+    STORES.append({"workload": wl, "n": n, "store_bytes": size, "clip": SEMCLIP_CLIP})
 
 
 # ---------------------------------------------------------------- urlwatch
@@ -660,7 +661,7 @@ def main():
                         log("changedetection.io failed:", repr(e))
                         results.append({"tool": "changedetection.io", "workload": wl, "n": n, "error": repr(e)})
                 with open(args.out, "w") as f:
-                    json.dump({"meta": meta, "results": results}, f, indent=1)
+                    json.dump({"meta": meta, "results": results, "semclip_stores": STORES}, f, indent=1)
         finally:
             site.terminate()
             site.wait()
@@ -671,7 +672,7 @@ def main():
     print_table(results)
     ratio(results)
     with open(args.out, "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
+        json.dump({"meta": meta, "results": results, "semclip_stores": STORES}, f, indent=1)
 
 
 def num(x, fmt):

@@ -134,8 +134,11 @@ pub fn replay(store: &Store, watch: &Watch, rule: Rule<'_>) -> Result<Backtest, 
     };
     let mut events = Vec::new();
     let (mut from, mut to, mut versions) = (None, None, 0);
+    // A threshold reads a few nodes: their ids are derived on demand. A
+    // clip or an ignore list diffs whole versions, which needs every id.
+    let every_id = !matches!(rule, Rule::Threshold(_));
     for (id, _, _) in ids {
-        let Some((at, h)) = store.snapshot_hierarchy(&watch.id, id)? else {
+        let Some((at, h)) = store.snapshot_hierarchy(&watch.id, id, every_id)? else {
             // Pruned while we read: the next one follows.
             continue;
         };

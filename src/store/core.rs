@@ -977,13 +977,16 @@ impl Store {
         row.map(SnapshotRow::decode).transpose()
     }
 
-    /// The hierarchy (ids derived) and time of snapshot `id` of `watch`;
-    /// `None` if there is none. Read from the compact form without XML:
-    /// what replaying a watch's history reads, version after version.
+    /// The hierarchy and time of snapshot `id` of `watch`; `None` if there
+    /// is none. Read from the compact form without XML: what replaying a
+    /// watch's history reads, version after version. With `ids`, every
+    /// node's id is derived; without, the evaluator derives the ids it
+    /// needs (what an XPath reading needs: a fraction of the cost).
     pub fn snapshot_hierarchy(
         &self,
         watch: &str,
         id: i64,
+        ids: bool,
     ) -> Result<Option<(SystemTime, Hierarchy)>, StoreError> {
         let row = self
             .db()
@@ -995,8 +998,8 @@ impl Store {
             .and_then(|row| row.map(SnapshotRow::from_row).transpose())
             .map_err(|source| watch_error(watch, "read a snapshot of", source))?;
         let Some(row) = row else { return Ok(None) };
-        let read = from_millis(row.taken_at)
-            .and_then(|at| Ok((at, row.hierarchy_and_vocabulary(true)?.0)));
+        let read =
+            from_millis(row.taken_at).and_then(|at| Ok((at, row.hierarchy_and_vocabulary(ids)?.0)));
         read.map(Some).map_err(|source| StoreError::Corrupt {
             watch: row.watch,
             snapshot_id: row.id,

@@ -27,7 +27,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
-use super::core::{from_millis, to_millis, watch_error};
+use super::core::{from_millis, retention_cutoff, to_millis, watch_error};
 use super::sql::{Db, DbError, Row, args};
 use super::{Retention, Store, StoreError};
 
@@ -280,8 +280,7 @@ impl Store {
         now: SystemTime,
     ) -> Result<usize, StoreError> {
         retention.validate()?;
-        let cutoff = to_millis(now)?
-            .saturating_sub(i64::from(retention.keep_days).saturating_mul(86_400_000));
+        let cutoff = retention_cutoff(retention, to_millis(now)?);
         let err = |source| watch_error("(series)", "prune", source);
         self.transaction(err, |db| {
             let ended = db

@@ -1031,8 +1031,7 @@ impl Store {
         now: SystemTime,
     ) -> Result<usize, StoreError> {
         retention.validate()?;
-        let cutoff = to_millis(now)?
-            .saturating_sub(i64::from(retention.keep_days).saturating_mul(86_400_000));
+        let cutoff = super::core::retention_cutoff(retention, to_millis(now)?);
         self.db()
             .execute(
                 "DELETE FROM threshold_value WHERE at < ?1 AND id NOT IN

@@ -675,7 +675,8 @@ fn screenshot(bin: &str, profile: &Path, c: &Client, name: &str, path: &str) {
         profile,
         &[
             &format!("--screenshot={}", file.display()),
-            "--window-size=1280,1800",
+            // Tall enough for a watch page down to its Values section.
+            "--window-size=1280,2600",
         ],
         &format!("{}{path}", c.base),
     );
@@ -850,7 +851,7 @@ fn values_over_time_are_drawn_on_the_watch_page_the_tree_and_the_change_view() {
         let profile = tempfile::tempdir().unwrap();
         let shot = |name: &str, path: &str| screenshot(bin, profile.path(), &c, name, path);
         shot("series-explorer.png", "/status/quotes/tree");
-        shot("series-watch.png", "/status/quotes#values");
+        shot("series-watch.png", "/status/quotes");
     }
     drop(daemon);
 }
