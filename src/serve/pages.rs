@@ -447,9 +447,9 @@ fn values_section(id: &str, page: &WatchPage, now: SystemTime) -> Markup {
                 }
             } @else {
                 p.muted {
-                    "Each number within the watch's clips and thresholds, as it changed. "
+                    "Each number within the watch's clips and thresholds, as it changed; "
                     @if page.series_total > shown {
-                        "The first " (shown) " of " (page.series_total) " (those still on the page first); "
+                        "the first " (shown) " of " (page.series_total) " here (those still on the page first); "
                     }
                     "all of them: "
                     a href=(all) { "JSON" } " · "
@@ -1008,7 +1008,7 @@ mod tests {
             xpath_count(&html, "//section[@id='values']//tbody/tr[@data-node]"),
             2
         );
-        assert!(html.contains("The first 2 of 3"), "{html}");
+        assert!(html.contains("the first 2 of 3 here"), "{html}");
         assert!(html.contains("href=\"/api/watches/shop/series\">JSON</a>"));
         assert!(html.contains("href=\"/api/watches/shop/series?format=csv\">CSV</a>"));
         let gazp = row_of(&html, &format!("<tr data-node=\"{GAZP_LAST}\">"));
