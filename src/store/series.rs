@@ -253,24 +253,6 @@ impl Store {
         rows.into_iter().map(|row| point_of(watch, row)).collect()
     }
 
-    /// The lowest and highest value one node held from `since` on (the
-    /// value in force at `since` included), or `None` when it held none.
-    pub fn series_range(
-        &self,
-        watch: &str,
-        node: &str,
-        since: SystemTime,
-    ) -> Result<Option<(f64, f64)>, StoreError> {
-        let points = self.series_points(watch, node, Some(since), None)?;
-        Ok(points
-            .iter()
-            .filter_map(|p| p.value)
-            .fold(None, |acc, v| match acc {
-                None => Some((v, v)),
-                Some((lo, hi)) => Some((f64::min(lo, v), f64::max(hi, v))),
-            }))
-    }
-
     /// Removes points older than `retention.keep_days` before `now`,
     /// keeping each series' newest, and series ended before then; returns
     /// how many points went.
